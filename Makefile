@@ -1,0 +1,34 @@
+# Thin wrapper over CMake. `make test` and `make run` install missing Debian
+# packages first (scripts/deps.sh).
+BUILD     ?= build
+TYPE      ?= RelWithDebInfo
+CONTEXT   ?= asm
+SANITIZER ?= none
+JOBS      ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all build deps test run bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(TYPE) \
+	  -DSPINDLE_CONTEXT=$(CONTEXT) -DSPINDLE_SANITIZER=$(SANITIZER) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+test: deps build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+run: deps build
+	@$(BUILD)/bin/spindle-demo
+
+bench:
+	@scripts/deps.sh bench
+	@$(MAKE) --no-print-directory build
+	@$(BUILD)/bin/spindle-bench all
+
+clean:
+	rm -rf $(BUILD)

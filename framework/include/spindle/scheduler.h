@@ -1,0 +1,83 @@
+/* spindle N:M scheduler: N worker threads run M fibers.
+ *
+ * A task is a fiber or a function + argument (run on a pooled fiber). Each
+ * worker has a run queue; idle workers steal unbound tasks from busy ones and
+ * sleep (0% CPU) when nothing is runnable. A task may be bound to one worker.
+ *
+ * With use_caller the creating thread is worker 0: it runs tasks only inside
+ * sp_scheduler_stop(). With threads == 1 and use_caller every task runs inside
+ * stop(), on the caller's thread, in submission order.
+ *
+ * stop() returns when every task has finished, including tasks scheduled
+ * while stopping and fibers parked waiting for a wake. After it returns,
+ * scheduling fails with -ESHUTDOWN.
+ */
+#ifndef SPINDLE_SCHEDULER_H
+#define SPINDLE_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "spindle/fiber.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_scheduler sp_scheduler_t;
+
+/* Pass as `worker` to let the scheduler place a task. */
+#define SP_ANY_WORKER (-1)
+
+/* threads >= 1 (counts the caller when use_caller). NULL + errno on failure
+ * (EINVAL, ENOMEM). name may be NULL. */
+sp_scheduler_t *sp_scheduler_create(const char *name, int threads,
+                                    bool use_caller);
+/* Start the worker threads. -EALREADY if started, -errno from pthreads. */
+int sp_scheduler_start(sp_scheduler_t *s);
+/* Wait for every task to finish, then join the workers. Must be called from
+ * the creating thread when use_caller, and never from a worker. Returns
+ * -EDEADLK from a worker, -EALREADY if already stopped. */
+int sp_scheduler_stop(sp_scheduler_t *s);
+/* Free a stopped (or never started) scheduler. */
+void sp_scheduler_destroy(sp_scheduler_t *s);
+
+/* Run fn(arg) as a task, on `worker` or SP_ANY_WORKER. Safe from any thread
+ * and from inside tasks. -ESHUTDOWN after stop, -EINVAL for a bad worker,
+ * -ENOMEM. */
+int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker);
+/* Run a READY or SUSPENDED fiber that no one else will resume. The scheduler
+ * takes ownership and frees it when it finishes. */
+int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker);
+
+/* Inside a task: go to the back of the run queue. -EPERM outside a task. */
+int sp_yield(void);
+/* Inside a task: sleep until sp_wake(). A wake that comes before the park
+ * (even before park is called) is remembered, so the park returns at once;
+ * extra wakes are merged. -EPERM outside a task. */
+int sp_park(void);
+/* Make a parked fiber runnable again (on the worker it is bound to, or any).
+ * Safe from any thread. Returns 0, or -EINVAL for a fiber not owned by a
+ * scheduler. */
+int sp_wake(sp_fiber_t *f);
+
+/* The scheduler of the calling worker thread, or NULL. */
+sp_scheduler_t *sp_scheduler_current(void);
+/* Index of the calling worker (0 .. threads-1), or -1. */
+int sp_worker_index(void);
+int sp_scheduler_threads(const sp_scheduler_t *s);
+const char *sp_scheduler_name(const sp_scheduler_t *s);
+
+typedef struct sp_worker_stats {
+    uint64_t tasks_run; /* task fibers resumed to completion or first run */
+    uint64_t switches;  /* switches into task fibers */
+    uint64_t steals;    /* tasks taken from another worker's queue */
+} sp_worker_stats_t;
+
+/* Counters of one worker; exact once the scheduler is stopped. */
+int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
+                       sp_worker_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* Internal: machine context switch. Two backends, both always declared so a
+ * benchmark can link them side by side; SP_CTX_UCONTEXT picks the one the
+ * library uses. A switch is an out-of-line call the optimiser cannot see
+ * through, so thread-local addresses are never cached across it. */
+#ifndef SP_CONTEXT_H
+#define SP_CONTEXT_H
+
+#include <stddef.h>
+#include <ucontext.h>
+
+/* Entry point of a new context; it must never return. */
+typedef void (*sp_ctx_entry_fn)(void);
+
+/* Our assembly backend: the saved registers live on the context's own stack;
+ * only the stack pointer is kept here. */
+typedef struct sp_asm_ctx {
+    void *sp;
+} sp_asm_ctx_t;
+
+void sp__asm_ctx_make(sp_asm_ctx_t *c, void *stack_lo, size_t size,
+                      sp_ctx_entry_fn entry);
+/* Saves callee-saved registers and FP control state on the current stack,
+ * stores the stack pointer in *from_sp and continues on to_sp. */
+void sp__asm_ctx_swap(void **from_sp, void *to_sp);
+
+typedef struct sp_uc_ctx {
+    ucontext_t uc;
+} sp_uc_ctx_t;
+
+void sp__uc_ctx_make(sp_uc_ctx_t *c, void *stack_lo, size_t size,
+                     sp_ctx_entry_fn entry);
+void sp__uc_ctx_swap(sp_uc_ctx_t *from, sp_uc_ctx_t *to);
+
+#ifdef SP_CTX_UCONTEXT
+typedef sp_uc_ctx_t sp_ctx_t;
+#define sp__ctx_make sp__uc_ctx_make
+#define sp__ctx_swap(from, to) sp__uc_ctx_swap((from), (to))
+#define SP_CTX_BACKEND "ucontext"
+#else
+typedef sp_asm_ctx_t sp_ctx_t;
+#define sp__ctx_make sp__asm_ctx_make
+#define sp__ctx_swap(from, to) sp__asm_ctx_swap(&(from)->sp, (to)->sp)
+#if defined(__x86_64__)
+#define SP_CTX_BACKEND "asm-x86_64"
+#elif defined(__aarch64__)
+#define SP_CTX_BACKEND "asm-aarch64"
+#else
+#error "no assembly context switch for this CPU: configure with SPINDLE_CONTEXT=ucontext"
+#endif
+#endif
+
+#endif

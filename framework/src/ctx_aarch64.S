@@ -1,0 +1,58 @@
+/* AArch64 (AAPCS64) context switch.
+ * void sp__asm_ctx_swap(void **from_sp, void *to_sp)
+ * Saves x19-x28, fp, lr, d8-d15 and FPCR on the current stack, stores sp in
+ * *from_sp, switches to to_sp and restores the same set from there. */
+    .text
+    .globl sp__asm_ctx_swap
+    .type sp__asm_ctx_swap, %function
+    .align 4
+sp__asm_ctx_swap:
+    .cfi_startproc
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mrs x9, fpcr
+    str x9, [sp, #160]
+    mov x9, sp
+    str x9, [x0]
+    mov sp, x1
+    ldr x9, [sp, #160]
+    msr fpcr, x9
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    add sp, sp, #176
+    ret
+    .cfi_endproc
+    .size sp__asm_ctx_swap, .-sp__asm_ctx_swap
+
+/* First code run on a new context: call the entry held in x19. */
+    .globl sp__asm_ctx_start
+    .type sp__asm_ctx_start, %function
+    .align 4
+sp__asm_ctx_start:
+    .cfi_startproc
+    .cfi_undefined x30
+    mov x29, #0
+    mov x30, #0
+    blr x19
+    brk #0
+    .cfi_endproc
+    .size sp__asm_ctx_start, .-sp__asm_ctx_start
+
+    .section .note.GNU-stack,"",%progbits

@@ -1,0 +1,22 @@
+/* ucontext backend: portable and slow (swapcontext saves the signal mask
+ * with a system call); kept as the fallback and as a benchmark baseline. */
+#include "context.h"
+
+#include <stdlib.h>
+
+void sp__uc_ctx_make(sp_uc_ctx_t *c, void *stack_lo, size_t size,
+                     sp_ctx_entry_fn entry)
+{
+    if (getcontext(&c->uc) != 0)
+        abort(); /* cannot fail on Linux with a valid pointer */
+    c->uc.uc_stack.ss_sp = stack_lo;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = NULL;
+    makecontext(&c->uc, entry, 0);
+}
+
+void sp__uc_ctx_swap(sp_uc_ctx_t *from, sp_uc_ctx_t *to)
+{
+    if (swapcontext(&from->uc, &to->uc) != 0)
+        abort();
+}

@@ -1,0 +1,199 @@
+/* Fibers: creation, resume/yield and the annotated switch.
+ *
+ * The fiber object sits at the top of its own stack region, so one pooled
+ * region holds both and a parked fiber touches as little as one page.
+ */
+#include "fiber_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef SP_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef SP_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+static size_t fiber_footprint(void)
+{
+    return (sizeof(struct sp_fiber) + 63) & ~(size_t)63;
+}
+
+static char *usable_lo(const struct sp_fiber *f)
+{
+    return f->stack.lo + f->stack.guard;
+}
+
+static size_t usable_size(const struct sp_fiber *f)
+{
+    return (size_t)((char *)f - usable_lo(f));
+}
+
+/* Runs after every switch, on the side that was switched back to. It is
+ * only ever reached through a call made after the swap returned, so the
+ * thread it reads is the one we are on now. */
+static void switch_done(void *asan_fake_stack)
+{
+    sp_thread_t *t = sp__thread();
+#ifdef SP_ASAN
+    const void *old_lo;
+    size_t old_size;
+    __sanitizer_finish_switch_fiber(asan_fake_stack, &old_lo, &old_size);
+    if (t->prev == &t->root) {
+        t->root.stack.lo = (char *)old_lo;
+        t->root.stack.total = old_size;
+    }
+#else
+    (void)asan_fake_stack;
+#endif
+    sp__errno_set(t->current->saved_errno);
+}
+
+static void fiber_main(void)
+{
+    switch_done(NULL);
+    struct sp_fiber *f = sp__thread()->current;
+    f->fn(f->arg);
+    /* f->fn may have migrated us: read the thread again. */
+    sp_thread_t *t = sp__thread();
+    f = t->current;
+    atomic_store(&f->state, SP_FIBER_DONE);
+    sp__fiber_switch(f, f->caller, true);
+    abort(); /* a finished fiber is never switched back to */
+}
+
+void sp__fiber_switch(struct sp_fiber *from, struct sp_fiber *to,
+                      bool from_done)
+{
+    sp_thread_t *t = sp__thread();
+    from->saved_errno = sp__errno_get();
+    t->prev = from;
+    t->current = to;
+    void *fake = NULL;
+#ifdef SP_ASAN
+    const char *lo = to->stack.lo ? usable_lo(to) : to->stack.lo;
+    size_t size = to->stack.lo ? usable_size(to) : to->stack.total;
+    if (to == &t->root)
+        lo = t->root.stack.lo, size = t->root.stack.total;
+    __sanitizer_start_switch_fiber(from_done ? NULL : &fake, lo, size);
+#else
+    (void)from_done;
+#endif
+#ifdef SP_TSAN
+    __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+    sp__ctx_swap(&from->ctx, &to->ctx);
+    switch_done(fake);
+}
+
+void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
+{
+    f->fn = fn;
+    f->arg = arg;
+    f->caller = NULL;
+    atomic_store_explicit(&f->state, SP_FIBER_READY, memory_order_relaxed);
+    sp__ctx_make(&f->ctx, usable_lo(f), usable_size(f), fiber_main);
+}
+
+sp_fiber_t *sp_fiber_create(sp_fiber_fn fn, void *arg, size_t stack_size,
+                            const char *name)
+{
+    if (!fn) {
+        errno = EINVAL;
+        return NULL;
+    }
+    static _Atomic int installed;
+    if (!atomic_load_explicit(&installed, memory_order_acquire)) {
+        sp__overflow_install();
+        atomic_store_explicit(&installed, 1, memory_order_release);
+    }
+    if (stack_size == 0)
+        stack_size = SP_FIBER_DEFAULT_STACK;
+    sp_stack_t st;
+    int rc = sp__stack_get(&st, stack_size + fiber_footprint());
+    if (rc < 0) {
+        errno = -rc;
+        return NULL;
+    }
+    struct sp_fiber *f =
+        (struct sp_fiber *)(st.lo + st.total - fiber_footprint());
+    memset(f, 0, sizeof *f);
+    f->stack = st;
+    f->id = sp__fiber_next_id(sp__thread());
+    f->bound = -1;
+    f->last_worker = -1;
+    if (name) {
+        strncpy(f->name, name, sizeof f->name - 1);
+    }
+#ifdef SP_TSAN
+    f->tsan_fiber = __tsan_create_fiber(0);
+#endif
+    sp__fiber_reset(f, fn, arg);
+    return f;
+}
+
+void sp_fiber_destroy(sp_fiber_t *f)
+{
+    if (!f)
+        return;
+#ifdef SP_TSAN
+    __tsan_destroy_fiber(f->tsan_fiber);
+#endif
+    sp_stack_t st = f->stack;
+    sp__stack_put(&st);
+}
+
+int sp_fiber_resume(sp_fiber_t *f)
+{
+    if (!f)
+        return -EINVAL;
+    int s = atomic_load_explicit(&f->state, memory_order_acquire);
+    if (s == SP_FIBER_RUNNING || s == SP_FIBER_DONE)
+        return -EINVAL;
+    sp_thread_t *t = sp__thread();
+    f->caller = t->current;
+    atomic_store_explicit(&f->state, SP_FIBER_RUNNING, memory_order_relaxed);
+    sp__fiber_switch(t->current, f, false);
+    return 0;
+}
+
+int sp_fiber_yield(void)
+{
+    sp_thread_t *t = sp__thread();
+    struct sp_fiber *self = t->current;
+    if (self == &t->root)
+        return -EPERM;
+    atomic_store_explicit(&self->state, SP_FIBER_SUSPENDED,
+                          memory_order_release);
+    sp__fiber_switch(self, self->caller, false);
+    return 0;
+}
+
+sp_fiber_t *sp_fiber_current(void)
+{
+    sp_thread_t *t = sp__thread();
+    return t->current == &t->root ? NULL : t->current;
+}
+
+uint64_t sp_fiber_id(const sp_fiber_t *f)
+{
+    return f->id;
+}
+
+const char *sp_fiber_name(const sp_fiber_t *f)
+{
+    return f->name;
+}
+
+sp_fiber_state_t sp_fiber_state(const sp_fiber_t *f)
+{
+    return (sp_fiber_state_t)atomic_load_explicit(&f->state,
+                                                  memory_order_acquire);
+}
+
+const char *sp_fiber_backend(void)
+{
+    return SP_CTX_BACKEND;
+}

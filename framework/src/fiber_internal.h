@@ -1,0 +1,70 @@
+/* Internal: the fiber object and the per-thread state shared by the fiber,
+ * scheduler and (later) IOManager modules. */
+#ifndef SP_FIBER_INTERNAL_H
+#define SP_FIBER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "spindle/fiber.h"
+#include "stack.h"
+
+struct sp_scheduler;
+
+struct sp_fiber {
+    sp_ctx_t ctx;
+    struct sp_fiber *caller; /* who resumed us; yield goes back there */
+    sp_fiber_fn fn;
+    void *arg;
+    _Atomic int state; /* sp_fiber_state_t; read by other threads */
+    int saved_errno;
+    uint64_t id;
+    sp_stack_t stack; /* lo == NULL for a thread's root pseudo-fiber */
+    void *tsan_fiber;
+    /* Owned by the scheduler (see scheduler.c). */
+    struct sp_scheduler *sched;
+    _Atomic int park;  /* park/wake protocol state */
+    int bound;         /* worker index or SP_ANY_WORKER */
+    int last_worker;   /* where it last ran, for wakes from outside */
+    bool pooled;       /* a function task's fiber: recycle, don't free */
+    char name[32];
+};
+
+/* Per-thread fiber state. `root` stands for the thread's own stack so every
+ * switch is fiber-to-fiber. */
+typedef struct sp_thread {
+    bool ready;
+    struct sp_fiber root;
+    struct sp_fiber *current;
+    struct sp_fiber *prev; /* the fiber being switched away from */
+    void *worker;          /* scheduler worker run by this thread, or NULL */
+    uint64_t next_id, id_end;
+    void *altstack;
+} sp_thread_t;
+
+/* The calling thread's state, initialised on first use. Deliberately an
+ * out-of-line call: after a switch a fiber may be on another thread, and the
+ * compiler must not reuse a thread-local address computed before it. */
+sp_thread_t *sp__thread(void);
+/* Same, or NULL if not yet initialised; async-signal-safe. */
+sp_thread_t *sp__thread_peek(void);
+/* errno accessors for the same reason (glibc's __errno_location is const). */
+int sp__errno_get(void);
+void sp__errno_set(int v);
+uint64_t sp__fiber_next_id(sp_thread_t *t);
+
+/* Switch from the running fiber to `to` on this thread. `from` must be
+ * t->current. When `from_done` the caller never comes back. */
+void sp__fiber_switch(struct sp_fiber *from, struct sp_fiber *to,
+                      bool from_done);
+/* Reuse a finished (or never run) fiber for a new function. */
+void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
+
+/* Stack overflow reporting (overflow.c). */
+void sp__overflow_install(void);
+void sp__overflow_thread_init(sp_thread_t *t);
+void sp__overflow_thread_fini(sp_thread_t *t);
+
+#endif

@@ -1,0 +1,60 @@
+#include "run_queue.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { RQ_MIN_CAP = 64 };
+
+void sp__rq_init(sp_run_queue_t *q)
+{
+    memset(q, 0, sizeof *q);
+}
+
+void sp__rq_fini(sp_run_queue_t *q)
+{
+    free(q->buf);
+    memset(q, 0, sizeof *q);
+}
+
+static int grow(sp_run_queue_t *q)
+{
+    size_t cap = q->cap ? q->cap * 2 : RQ_MIN_CAP;
+    sp_task_t *buf = malloc(cap * sizeof *buf);
+    if (!buf)
+        return -ENOMEM;
+    for (size_t i = 0; i < q->count; i++)
+        buf[i] = q->buf[(q->head + i) & (q->cap - 1)];
+    free(q->buf);
+    q->buf = buf;
+    q->cap = cap;
+    q->head = 0;
+    return 0;
+}
+
+int sp__rq_push(sp_run_queue_t *q, const sp_task_t *t)
+{
+    if (q->count == q->cap) {
+        int rc = grow(q);
+        if (rc < 0)
+            return rc;
+    }
+    q->buf[(q->head + q->count) & (q->cap - 1)] = *t;
+    q->count++;
+    return 0;
+}
+
+bool sp__rq_pop(sp_run_queue_t *q, sp_task_t *out)
+{
+    if (!q->count)
+        return false;
+    *out = q->buf[q->head];
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->count--;
+    return true;
+}
+
+const sp_task_t *sp__rq_peek(const sp_run_queue_t *q)
+{
+    return q->count ? &q->buf[q->head] : NULL;
+}

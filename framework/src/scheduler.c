@@ -1,0 +1,599 @@
+/* N:M scheduler.
+ *
+ * Queues: each worker has two FIFO queues under one lock, `shared` (may be
+ * stolen) and `bound` (tasks bound to it). Entries carry a per-worker
+ * sequence number so the owner runs them in submission order. An idle worker
+ * steals up to half of another worker's shared queue.
+ *
+ * Sleeping without lost wake-ups: a worker about to sleep sets idle=1, issues
+ * a full fence, then looks at every queue once more; a submitter pushes,
+ * issues a full fence, then looks at the idle flags. One of the two always
+ * sees the other. A submitter claims an idle worker by CAS 1->0 before
+ * tickling it, so each sleeping worker is woken at most once per claim, and
+ * nobody is tickled while no worker is idle.
+ *
+ * Park/wake: f->park is RUNNING, PERMIT (woken while running), PARKING
+ * (switching out), WOKEN (woken while switching out) or PARKED. Only the
+ * worker that finished switching the fiber out moves PARKING -> PARKED, and
+ * only a wake that sees PARKED queues the fiber, so a fiber is queued exactly
+ * once per park and never runs on two threads (sylar issue 24).
+ *
+ * Stopping: `ctl` counts live tasks (queued, running or parked) plus holds
+ * from extensions; stop() sets STOPPING and the count reaching zero then sets
+ * STOPPED, after which every worker exits and submissions fail.
+ */
+#include "scheduler_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { P_RUNNING, P_PERMIT, P_PARKING, P_WOKEN, P_PARKED };
+enum { STEAL_MAX = 32 };
+
+#define CTL_STOPPING (1ull << 62)
+#define CTL_STOPPED (1ull << 63)
+#define CTL_COUNT(v) ((v) & (CTL_STOPPING - 1))
+
+/* ---- live-task accounting ---------------------------------------------- */
+
+static void wake_all(sp_scheduler_t *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        atomic_store(&s->workers[i].idle, 0);
+        s->ops.tickle(s, i);
+    }
+}
+
+int sp__sched_hold(sp_scheduler_t *s)
+{
+    uint64_t v = atomic_load(&s->ctl);
+    do {
+        if (v & CTL_STOPPED)
+            return -ESHUTDOWN;
+    } while (!atomic_compare_exchange_weak(&s->ctl, &v, v + 1));
+    return 0;
+}
+
+static void try_finish(sp_scheduler_t *s, uint64_t v)
+{
+    if (v == CTL_STOPPING &&
+        atomic_compare_exchange_strong(&s->ctl, &v, v | CTL_STOPPED))
+        wake_all(s);
+}
+
+void sp__sched_release(sp_scheduler_t *s)
+{
+    try_finish(s, atomic_fetch_sub(&s->ctl, 1) - 1);
+}
+
+static bool stopped(const sp_scheduler_t *s)
+{
+    return atomic_load(&s->ctl) & CTL_STOPPED;
+}
+
+/* ---- queues and wake-ups ------------------------------------------------ */
+
+sp_worker_t *sp__sched_self(const sp_scheduler_t *s)
+{
+    sp_worker_t *w = sp__thread()->worker;
+    return w && w->s == s ? w : NULL;
+}
+
+static bool try_claim(sp_worker_t *w)
+{
+    int one = 1;
+    return atomic_load_explicit(&w->idle, memory_order_relaxed) == 1 &&
+           atomic_compare_exchange_strong(&w->idle, &one, 0);
+}
+
+/* After a push to `target`: wake it if it sleeps; for a stealable task,
+ * otherwise wake some other sleeping worker to steal it. */
+static void notify(sp_scheduler_t *s, int target, bool bound)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (try_claim(&s->workers[target])) {
+        s->ops.tickle(s, target);
+        return;
+    }
+    if (bound)
+        return;
+    for (int k = 1; k < s->nworkers; k++) {
+        int i = (target + k) % s->nworkers;
+        if (try_claim(&s->workers[i])) {
+            s->ops.tickle(s, i);
+            return;
+        }
+    }
+}
+
+static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
+{
+    sp_task_t t = *task;
+    pthread_mutex_lock(&w->lock);
+    t.seq = w->seq++;
+    t.bound = bound;
+    sp_run_queue_t *q = bound ? &w->bound : &w->shared;
+    int rc = sp__rq_push(q, &t);
+    if (rc == 0)
+        atomic_store_explicit(bound ? &w->n_bound : &w->n_shared, q->count,
+                              memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+static int enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+                   bool bound)
+{
+    int rc = push(&s->workers[target], task, bound);
+    if (rc == 0)
+        notify(s, target, bound);
+    return rc;
+}
+
+/* Pop the oldest task of either queue of w. */
+static bool take_local(sp_worker_t *w, sp_task_t *out)
+{
+    if (!atomic_load_explicit(&w->n_shared, memory_order_relaxed) &&
+        !atomic_load_explicit(&w->n_bound, memory_order_relaxed))
+        return false;
+    pthread_mutex_lock(&w->lock);
+    const sp_task_t *a = sp__rq_peek(&w->shared);
+    const sp_task_t *b = sp__rq_peek(&w->bound);
+    bool ok = false;
+    if (a && (!b || a->seq < b->seq)) {
+        ok = sp__rq_pop(&w->shared, out);
+        atomic_store_explicit(&w->n_shared, w->shared.count,
+                              memory_order_relaxed);
+    } else if (b) {
+        ok = sp__rq_pop(&w->bound, out);
+        atomic_store_explicit(&w->n_bound, w->bound.count,
+                              memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return ok;
+}
+
+/* Take up to half of another worker's shared queue; run the first, keep the
+ * rest locally. Never holds two locks at once. */
+static bool steal(sp_worker_t *w, sp_task_t *out)
+{
+    sp_scheduler_t *s = w->s;
+    sp_task_t got[STEAL_MAX];
+    for (int k = 1; k < s->nworkers; k++) {
+        sp_worker_t *v = &s->workers[(w->index + k) % s->nworkers];
+        if (!atomic_load_explicit(&v->n_shared, memory_order_relaxed))
+            continue;
+        size_t n = 0;
+        pthread_mutex_lock(&v->lock);
+        size_t want = (v->shared.count + 1) / 2;
+        while (n < want && n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
+            n++;
+        atomic_store_explicit(&v->n_shared, v->shared.count,
+                              memory_order_relaxed);
+        pthread_mutex_unlock(&v->lock);
+        if (!n)
+            continue;
+        atomic_fetch_add_explicit(&w->steals, n, memory_order_relaxed);
+        *out = got[0];
+        for (size_t i = 1; i < n; i++) {
+            if (push(w, &got[i], false) != 0) /* ENOMEM: run it now */
+                abort();
+        }
+        return true;
+    }
+    return false;
+}
+
+static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
+{
+    if (atomic_load(&w->n_bound))
+        return true;
+    for (int i = 0; i < s->nworkers; i++)
+        if (atomic_load(&s->workers[i].n_shared))
+            return true;
+    return false;
+}
+
+static void go_idle(sp_worker_t *w)
+{
+    sp_scheduler_t *s = w->s;
+    atomic_store(&w->idle, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!work_visible(s, w) && !stopped(s))
+        s->ops.idle(s, w->index);
+    atomic_store(&w->idle, 0);
+}
+
+static void base_idle(sp_scheduler_t *s, int worker)
+{
+    sp_worker_t *w = &s->workers[worker];
+    pthread_mutex_lock(&w->sleep_lock);
+    while (!w->signaled)
+        pthread_cond_wait(&w->sleep_cond, &w->sleep_lock);
+    w->signaled = false;
+    pthread_mutex_unlock(&w->sleep_lock);
+}
+
+static void base_tickle(sp_scheduler_t *s, int worker)
+{
+    sp_worker_t *w = &s->workers[worker];
+    pthread_mutex_lock(&w->sleep_lock);
+    w->signaled = true;
+    pthread_cond_signal(&w->sleep_cond);
+    pthread_mutex_unlock(&w->sleep_lock);
+}
+
+/* ---- running tasks ------------------------------------------------------ */
+
+static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
+{
+    struct sp_fiber *f;
+    if (w->nspare) {
+        f = w->spare[--w->nspare];
+        f->id = sp__fiber_next_id(sp__thread());
+        sp__fiber_reset(f, task->fn, task->arg);
+    } else {
+        f = sp_fiber_create(task->fn, task->arg, 0, "task");
+        if (!f)
+            return NULL;
+        f->pooled = true;
+    }
+    f->sched = w->s;
+    return f;
+}
+
+static void retire(sp_worker_t *w, struct sp_fiber *f)
+{
+    atomic_fetch_add_explicit(&w->tasks_run, 1, memory_order_relaxed);
+    if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
+        w->spare[w->nspare++] = f;
+    else
+        sp_fiber_destroy(f);
+    sp__sched_release(w->s);
+}
+
+static int wake_target(sp_scheduler_t *s, const struct sp_fiber *f)
+{
+    if (f->bound >= 0)
+        return f->bound;
+    sp_worker_t *self = sp__sched_self(s);
+    return self ? self->index : (f->last_worker >= 0 ? f->last_worker : 0);
+}
+
+static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
+{
+    sp_task_t t = {.fiber = f};
+    if (enqueue(s, wake_target(s, f), &t, f->bound >= 0) != 0)
+        abort(); /* out of memory while holding a live fiber */
+}
+
+/* Runs after f switched back to the worker: f's context is fully saved, so
+ * it may now be handed to other threads. */
+static void after_run(sp_worker_t *w, struct sp_fiber *f)
+{
+    if (sp_fiber_state(f) == SP_FIBER_DONE) {
+        retire(w, f);
+        return;
+    }
+    int p = atomic_load(&f->park);
+    if (p == P_PARKING || p == P_WOKEN) {
+        int expect = P_PARKING;
+        if (atomic_compare_exchange_strong(&f->park, &expect, P_PARKED))
+            return; /* a later sp_wake() queues it */
+        atomic_store(&f->park, P_RUNNING); /* woken while switching out */
+    }
+    requeue(w->s, f); /* sp_yield(), or a plain sp_fiber_yield() */
+}
+
+static void run_task(sp_worker_t *w, const sp_task_t *task)
+{
+    struct sp_fiber *f = task->fiber;
+    if (!f) {
+        f = task_fiber(w, task);
+        if (!f) { /* ENOMEM: retry later rather than drop the task */
+            if (push(w, task, task->bound) != 0)
+                abort();
+            return;
+        }
+        f->bound = task->bound ? w->index : SP_ANY_WORKER;
+    }
+    f->last_worker = w->index;
+    atomic_fetch_add_explicit(&w->switches, 1, memory_order_relaxed);
+    sp_fiber_resume(f);
+    after_run(w, f);
+}
+
+static void worker_loop(sp_worker_t *w)
+{
+    sp_thread_t *t = sp__thread();
+    t->worker = w;
+    for (;;) {
+        sp_task_t task;
+        if (take_local(w, &task)) {
+            run_task(w, &task);
+            continue;
+        }
+        if (steal(w, &task)) {
+            run_task(w, &task);
+            continue;
+        }
+        if (stopped(w->s))
+            break;
+        go_idle(w);
+    }
+    while (w->nspare)
+        sp_fiber_destroy(w->spare[--w->nspare]);
+    t->worker = NULL;
+}
+
+static void *thread_main(void *arg)
+{
+    worker_loop(arg);
+    return NULL;
+}
+
+/* use_caller: worker 0's loop runs in a fiber that stop() resumes, so the
+ * caller's own stack stays where stop() was called. */
+static void caller_loop(void *arg)
+{
+    worker_loop(arg);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
+                   bool use_caller)
+{
+    if (threads < 1 || threads > 1024)
+        return -EINVAL;
+    memset(s, 0, sizeof *s);
+    s->ops.idle = base_idle;
+    s->ops.tickle = base_tickle;
+    strncpy(s->name, name ? name : "scheduler", sizeof s->name - 1);
+    s->nworkers = threads;
+    s->use_caller = use_caller;
+    s->workers = aligned_alloc(64, sizeof(sp_worker_t) * (size_t)threads);
+    if (!s->workers)
+        return -ENOMEM;
+    memset(s->workers, 0, sizeof(sp_worker_t) * (size_t)threads);
+    for (int i = 0; i < threads; i++) {
+        sp_worker_t *w = &s->workers[i];
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_mutex_init(&w->sleep_lock, NULL);
+        pthread_cond_init(&w->sleep_cond, NULL);
+        sp__rq_init(&w->shared);
+        sp__rq_init(&w->bound);
+        w->s = s;
+        w->index = i;
+    }
+    if (use_caller) {
+        sp_worker_t *w0 = &s->workers[0];
+        w0->loop_fiber = sp_fiber_create(caller_loop, w0, 0, s->name);
+        if (!w0->loop_fiber) {
+            int err = -errno;
+            sp__sched_fini(s);
+            return err;
+        }
+    }
+    return 0;
+}
+
+void sp__sched_fini(sp_scheduler_t *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        sp_worker_t *w = &s->workers[i];
+        pthread_mutex_destroy(&w->lock);
+        pthread_mutex_destroy(&w->sleep_lock);
+        pthread_cond_destroy(&w->sleep_cond);
+        sp__rq_fini(&w->shared);
+        sp__rq_fini(&w->bound);
+        sp_fiber_destroy(w->loop_fiber);
+    }
+    free(s->workers);
+    s->workers = NULL;
+}
+
+sp_scheduler_t *sp_scheduler_create(const char *name, int threads,
+                                    bool use_caller)
+{
+    sp_scheduler_t *s = malloc(sizeof *s);
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int rc = sp__sched_init(s, name, threads, use_caller);
+    if (rc < 0) {
+        free(s);
+        errno = -rc;
+        return NULL;
+    }
+    return s;
+}
+
+int sp_scheduler_start(sp_scheduler_t *s)
+{
+    if (s->started)
+        return -EALREADY;
+    if (stopped(s))
+        return -ESHUTDOWN;
+    for (int i = s->use_caller ? 1 : 0; i < s->nworkers; i++) {
+        int rc = pthread_create(&s->workers[i].thread, NULL, thread_main,
+                                &s->workers[i]);
+        if (rc != 0) {
+            /* Workers already running exit when the count drains. */
+            atomic_fetch_or(&s->ctl, CTL_STOPPING);
+            try_finish(s, atomic_load(&s->ctl));
+            for (int k = s->use_caller ? 1 : 0; k < i; k++)
+                pthread_join(s->workers[k].thread, NULL);
+            s->nworkers = i; /* joined; nothing left to stop */
+            return -rc;
+        }
+    }
+    s->started = true;
+    return 0;
+}
+
+int sp_scheduler_stop(sp_scheduler_t *s)
+{
+    if (sp__thread()->worker)
+        return -EDEADLK;
+    if (atomic_load(&s->ctl) & CTL_STOPPING)
+        return -EALREADY;
+    if (!s->started) {
+        int rc = sp_scheduler_start(s);
+        if (rc < 0)
+            return rc;
+    }
+    uint64_t v = atomic_fetch_or(&s->ctl, CTL_STOPPING) | CTL_STOPPING;
+    try_finish(s, v);
+    if (s->use_caller)
+        sp_fiber_resume(s->workers[0].loop_fiber);
+    for (int i = s->use_caller ? 1 : 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i].thread, NULL);
+    return 0;
+}
+
+void sp_scheduler_destroy(sp_scheduler_t *s)
+{
+    if (!s)
+        return;
+    sp__sched_fini(s);
+    free(s);
+}
+
+static int check_worker(const sp_scheduler_t *s, int worker)
+{
+    return worker == SP_ANY_WORKER || (worker >= 0 && worker < s->nworkers)
+               ? 0
+               : -EINVAL;
+}
+
+static int pick_target(sp_scheduler_t *s, int worker)
+{
+    if (worker >= 0)
+        return worker;
+    sp_worker_t *self = sp__sched_self(s);
+    if (self)
+        return self->index;
+    return (int)(atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed) %
+                 (unsigned)s->nworkers);
+}
+
+int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
+{
+    if (!s || !fn || check_worker(s, worker) < 0)
+        return -EINVAL;
+    int rc = sp__sched_hold(s);
+    if (rc < 0)
+        return rc;
+    sp_task_t t = {.fn = fn, .arg = arg};
+    rc = enqueue(s, pick_target(s, worker), &t, worker >= 0);
+    if (rc < 0)
+        sp__sched_release(s);
+    return rc;
+}
+
+int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
+{
+    if (!s || !f || check_worker(s, worker) < 0)
+        return -EINVAL;
+    int st = sp_fiber_state(f);
+    if (st != SP_FIBER_READY && st != SP_FIBER_SUSPENDED)
+        return -EINVAL;
+    int rc = sp__sched_hold(s);
+    if (rc < 0)
+        return rc;
+    f->sched = s;
+    f->bound = worker;
+    f->pooled = false;
+    atomic_store(&f->park, P_RUNNING);
+    sp_task_t t = {.fiber = f};
+    rc = enqueue(s, pick_target(s, worker), &t, worker >= 0);
+    if (rc < 0)
+        sp__sched_release(s);
+    return rc;
+}
+
+/* The task fiber running on this thread, or NULL. */
+static struct sp_fiber *current_task(void)
+{
+    sp_thread_t *t = sp__thread();
+    struct sp_fiber *f = t->current;
+    return f != &t->root && f->sched && t->worker ? f : NULL;
+}
+
+int sp_yield(void)
+{
+    if (!current_task())
+        return -EPERM;
+    return sp_fiber_yield();
+}
+
+int sp_park(void)
+{
+    struct sp_fiber *f = current_task();
+    if (!f)
+        return -EPERM;
+    int expect = P_RUNNING;
+    if (!atomic_compare_exchange_strong(&f->park, &expect, P_PARKING)) {
+        atomic_store(&f->park, P_RUNNING); /* consume the early wake */
+        return 0;
+    }
+    return sp_fiber_yield();
+}
+
+int sp_wake(sp_fiber_t *f)
+{
+    if (!f || !f->sched)
+        return -EINVAL;
+    for (;;) {
+        int p = atomic_load(&f->park);
+        int next;
+        switch (p) {
+        case P_RUNNING: next = P_PERMIT; break;
+        case P_PARKING: next = P_WOKEN; break;
+        case P_PARKED: next = P_RUNNING; break;
+        default: return 0; /* a wake is already pending */
+        }
+        if (!atomic_compare_exchange_weak(&f->park, &p, next))
+            continue;
+        if (p == P_PARKED)
+            requeue(f->sched, f);
+        return 0;
+    }
+}
+
+sp_scheduler_t *sp_scheduler_current(void)
+{
+    sp_worker_t *w = sp__thread()->worker;
+    return w ? w->s : NULL;
+}
+
+int sp_worker_index(void)
+{
+    sp_worker_t *w = sp__thread()->worker;
+    return w ? w->index : -1;
+}
+
+int sp_scheduler_threads(const sp_scheduler_t *s)
+{
+    return s->nworkers;
+}
+
+const char *sp_scheduler_name(const sp_scheduler_t *s)
+{
+    return s->name;
+}
+
+int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
+                       sp_worker_stats_t *out)
+{
+    if (!s || !out || worker < 0 || worker >= s->nworkers)
+        return -EINVAL;
+    const sp_worker_t *w = &s->workers[worker];
+    out->tasks_run = atomic_load_explicit(&w->tasks_run, memory_order_relaxed);
+    out->switches = atomic_load_explicit(&w->switches, memory_order_relaxed);
+    out->steals = atomic_load_explicit(&w->steals, memory_order_relaxed);
+    return 0;
+}

@@ -1,0 +1,67 @@
+/* Internal: the scheduler object, for modules that extend it (IOManager).
+ *
+ * An extension embeds struct sp_scheduler, fills `ops` before start and
+ * overrides how an idle worker waits (`idle`) and how it is woken
+ * (`tickle`). "Stopping" is the live-task count reaching zero once stop()
+ * was called; an extension that owns work the count does not see (pending
+ * callbacks, live timers) takes a hold for each with sp__sched_hold(). */
+#ifndef SP_SCHEDULER_INTERNAL_H
+#define SP_SCHEDULER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "fiber_internal.h"
+#include "run_queue.h"
+#include "spindle/scheduler.h"
+
+typedef struct sp_sched_ops {
+    /* Block the calling worker until tickle(worker) or other events. */
+    void (*idle)(sp_scheduler_t *s, int worker);
+    /* Wake `worker` out of idle(); called from any thread. */
+    void (*tickle)(sp_scheduler_t *s, int worker);
+} sp_sched_ops_t;
+
+typedef struct sp_worker {
+    _Alignas(64) pthread_mutex_t lock; /* guards both queues and seq */
+    sp_run_queue_t shared;             /* unbound: others may steal */
+    sp_run_queue_t bound;              /* bound here: never stolen */
+    uint64_t seq;
+    _Atomic size_t n_shared, n_bound; /* lock-free peeks for idle checks */
+    _Atomic int idle;                  /* 1 while in (or entering) idle */
+    /* Base idle: a binary semaphore. */
+    pthread_mutex_t sleep_lock;
+    pthread_cond_t sleep_cond;
+    bool signaled;
+    sp_scheduler_t *s;
+    int index;
+    pthread_t thread;
+    struct sp_fiber *loop_fiber; /* use_caller worker: runs the loop */
+    struct sp_fiber *spare[64];  /* finished function-task fibers */
+    unsigned nspare;
+    _Atomic uint64_t tasks_run, switches, steals;
+    void *ext; /* the extension's per-worker state */
+} sp_worker_t;
+
+struct sp_scheduler {
+    sp_sched_ops_t ops;
+    char name[32];
+    int nworkers;
+    bool use_caller;
+    bool started;
+    _Atomic uint64_t ctl; /* live tasks | STOPPING | STOPPED */
+    _Atomic unsigned rr;  /* round-robin cursor for outside submissions */
+    sp_worker_t *workers;
+};
+
+int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
+                   bool use_caller);
+void sp__sched_fini(sp_scheduler_t *s);
+/* Count outside work as live so stop() waits for it. -ESHUTDOWN after
+ * stop. */
+int sp__sched_hold(sp_scheduler_t *s);
+void sp__sched_release(sp_scheduler_t *s);
+/* The worker the calling thread runs for s, or NULL. */
+sp_worker_t *sp__sched_self(const sp_scheduler_t *s);
+
+#endif

@@ -1,0 +1,25 @@
+/* Internal: fiber stacks. A stack is one region [lo, lo + total): a guard
+ * region at the bottom that faults on any access, then usable memory that
+ * the kernel commits page by page on first touch. Regions are carved from
+ * large mappings and recycled through a pool (a per-thread cache in front
+ * of a global list), so creating a fiber after warm-up makes no syscall. */
+#ifndef SP_STACK_H
+#define SP_STACK_H
+
+#include <stddef.h>
+
+typedef struct sp_stack {
+    char *lo;     /* start of the whole region (guard included) */
+    size_t total; /* guard + usable bytes */
+    size_t guard; /* bytes at lo that fault */
+} sp_stack_t;
+
+/* Get a region with at least `usable` bytes above the guard.
+ * 0 or -ENOMEM. */
+int sp__stack_get(sp_stack_t *st, size_t usable);
+/* Give a region back to the pool. */
+void sp__stack_put(const sp_stack_t *st);
+/* The guard size used for every stack. */
+size_t sp__stack_guard_size(void);
+
+#endif

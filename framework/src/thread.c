@@ -1,0 +1,76 @@
+/* Per-thread fiber state. Kept in its own translation unit so that every
+ * access after a context switch is a real call (see fiber_internal.h). */
+#include "fiber_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#ifdef SP_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+enum { ID_BATCH = 1024 };
+
+static _Thread_local sp_thread_t self;
+static _Atomic uint64_t id_source = 1;
+static pthread_key_t fini_key;
+static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
+
+static void thread_fini(void *p)
+{
+    sp__overflow_thread_fini(p);
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&fini_key, thread_fini);
+}
+
+static void thread_init(sp_thread_t *t)
+{
+    memset(&t->root, 0, sizeof t->root);
+    strcpy(t->root.name, "root");
+    atomic_store(&t->root.state, SP_FIBER_RUNNING);
+    t->root.bound = -1;
+    t->root.last_worker = -1;
+#ifdef SP_TSAN
+    t->root.tsan_fiber = __tsan_get_current_fiber();
+#endif
+    t->current = &t->root;
+    sp__overflow_thread_init(t);
+    pthread_once(&fini_once, make_key);
+    pthread_setspecific(fini_key, t);
+    t->ready = true;
+}
+
+sp_thread_t *sp__thread(void)
+{
+    if (!self.ready)
+        thread_init(&self);
+    return &self;
+}
+
+sp_thread_t *sp__thread_peek(void)
+{
+    return self.ready ? &self : NULL;
+}
+
+int sp__errno_get(void)
+{
+    return errno;
+}
+
+void sp__errno_set(int v)
+{
+    errno = v;
+}
+
+uint64_t sp__fiber_next_id(sp_thread_t *t)
+{
+    if (t->next_id == t->id_end) {
+        t->next_id = atomic_fetch_add(&id_source, ID_BATCH);
+        t->id_end = t->next_id + ID_BATCH;
+    }
+    return t->next_id++;
+}
