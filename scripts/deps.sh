@@ -22,8 +22,9 @@ done
 
 missing=()
 for p in "${want[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+  # One line per installed architecture of the package.
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -qx 'install ok installed' ||
+    missing+=("$p")
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
