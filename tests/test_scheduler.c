@@ -132,14 +132,25 @@ START_TEST(many_tasks_each_once)
 }
 END_TEST
 
-/* One worker floods its own queue; the other must steal to help. */
+/* One worker fills its own queue and then stays busy until a task ran on
+ * the other worker: only stealing can make that happen. */
 static sp_scheduler_t *flood_s;
+static _Atomic int ran_on_other;
+
+static void mark_where(void *arg)
+{
+    mark(arg);
+    if (sp_worker_index() == 1)
+        atomic_store(&ran_on_other, 1);
+}
 
 static void flood(void *arg)
 {
     (void)arg;
     for (long i = 0; i < 10000; i++)
-        sp_schedule(flood_s, mark, (void *)i, SP_ANY_WORKER);
+        sp_schedule(flood_s, mark_where, (void *)i, SP_ANY_WORKER);
+    while (!atomic_load(&ran_on_other))
+        ; /* keep worker 0 busy without yielding */
 }
 
 START_TEST(idle_worker_steals)

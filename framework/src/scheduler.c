@@ -1,7 +1,8 @@
 /* N:M scheduler.
  *
- * Queues: each worker has two FIFO queues under one lock, `shared` (may be
- * stolen) and `bound` (tasks bound to it). Entries carry a per-worker
+ * Queues: each worker has two FIFO queues under one lock, `shared` (new
+ * tasks, which other workers may steal) and `bound` (tasks bound to it, and
+ * fibers that already ran there: see requeue()). Entries carry a per-worker
  * sequence number so the owner runs them in submission order. An idle worker
  * steals up to half of another worker's shared queue.
  *
@@ -253,18 +254,18 @@ static void retire(sp_worker_t *w, struct sp_fiber *f)
     sp__sched_release(w->s);
 }
 
-static int wake_target(sp_scheduler_t *s, const struct sp_fiber *f)
-{
-    if (f->bound >= 0)
-        return f->bound;
-    sp_worker_t *self = sp__sched_self(s);
-    return self ? self->index : (f->last_worker >= 0 ? f->last_worker : 0);
-}
-
+/* A fiber that has run resumes on the worker it last ran on (or its bound
+ * one), and waits in that worker's non-stealable queue. Only tasks that
+ * never ran are stolen. Moving a started fiber to another thread is unsafe
+ * for ordinary C code: compilers keep thread-local addresses (errno's
+ * included, __errno_location being a const function) in registers across
+ * calls such as sp_yield(), and the fiber would then read the old thread's
+ * variables (libgo issue 256). */
 static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
 {
+    int target = f->bound >= 0 ? f->bound : f->last_worker;
     sp_task_t t = {.fiber = f};
-    if (enqueue(s, wake_target(s, f), &t, f->bound >= 0) != 0)
+    if (enqueue(s, target, &t, true) != 0)
         abort(); /* out of memory while holding a live fiber */
 }
 
@@ -310,12 +311,12 @@ static void worker_loop(sp_worker_t *w)
     t->worker = w;
     for (;;) {
         sp_task_t task;
-        if (take_local(w, &task)) {
+        if (take_local(w, &task) || steal(w, &task)) {
             run_task(w, &task);
-            continue;
-        }
-        if (steal(w, &task)) {
-            run_task(w, &task);
+            if (w->s->ops.tick && ++w->since_tick >= SP_TICK_TASKS) {
+                w->since_tick = 0;
+                w->s->ops.tick(w->s, w->index);
+            }
             continue;
         }
         if (stopped(w->s))
@@ -596,4 +597,39 @@ int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
     out->switches = atomic_load_explicit(&w->switches, memory_order_relaxed);
     out->steals = atomic_load_explicit(&w->steals, memory_order_relaxed);
     return 0;
+}
+
+/* ---- one-shot waiters --------------------------------------------------- */
+
+void sp__waiter_init(sp_waiter_t *w)
+{
+    w->fiber = sp_fiber_current();
+    w->result = 0;
+    atomic_init(&w->state, 0);
+}
+
+int sp__waiter_wait(sp_waiter_t *w)
+{
+    for (;;) {
+        int st = atomic_load(&w->state);
+        if (st == 2)
+            return w->result;
+        if (st == 0)
+            sp_park();
+        else
+            sp_yield(); /* the waker is between its wake and "done" */
+    }
+}
+
+void sp__waiter_wake(sp_waiter_t *w)
+{
+    sp_fiber_t *f = w->fiber;
+    atomic_store(&w->state, 1);
+    sp_wake(f);
+    atomic_store(&w->state, 2); /* last touch: w may vanish after this */
+}
+
+void sp__waiter_drop(sp_waiter_t *w)
+{
+    atomic_store(&w->state, 2);
 }

@@ -20,7 +20,12 @@ typedef struct sp_sched_ops {
     void (*idle)(sp_scheduler_t *s, int worker);
     /* Wake `worker` out of idle(); called from any thread. */
     void (*tickle)(sp_scheduler_t *s, int worker);
+    /* Optional: called by a busy worker every SP_TICK_TASKS tasks, so
+     * events are polled even when the run queue never empties. */
+    void (*tick)(sp_scheduler_t *s, int worker);
 } sp_sched_ops_t;
+
+enum { SP_TICK_TASKS = 64 };
 
 typedef struct sp_worker {
     _Alignas(64) pthread_mutex_t lock; /* guards both queues and seq */
@@ -39,6 +44,7 @@ typedef struct sp_worker {
     struct sp_fiber *loop_fiber; /* use_caller worker: runs the loop */
     struct sp_fiber *spare[64];  /* finished function-task fibers */
     unsigned nspare;
+    unsigned since_tick;
     _Atomic uint64_t tasks_run, switches, steals;
     void *ext; /* the extension's per-worker state */
 } sp_worker_t;
@@ -65,3 +71,21 @@ void sp__sched_release(sp_scheduler_t *s);
 sp_worker_t *sp__sched_self(const sp_scheduler_t *s);
 
 #endif
+
+/* A one-shot wait for a fiber, robust against stray wakes: the fiber
+ * returns only after the waker has finished touching it, so a waker never
+ * wakes a fiber that has already moved on (or finished).
+ *   waiter:  sp__waiter_init(&w); publish &w; sp__waiter_wait(&w);
+ *   waker:   w->result = r; sp__waiter_wake(w);   (or sp__waiter_drop(w)
+ *            to end the wait without a wake: the fiber then returns the
+ *            next time anything wakes it) */
+typedef struct sp_waiter {
+    sp_fiber_t *fiber;
+    int result;
+    _Atomic int state; /* 0 waiting, 1 wake in progress, 2 done */
+} sp_waiter_t;
+
+void sp__waiter_init(sp_waiter_t *w);
+int sp__waiter_wait(sp_waiter_t *w);
+void sp__waiter_wake(sp_waiter_t *w);
+void sp__waiter_drop(sp_waiter_t *w);

@@ -1,8 +1,12 @@
 /* spindle N:M scheduler: N worker threads run M fibers.
  *
  * A task is a fiber or a function + argument (run on a pooled fiber). Each
- * worker has a run queue; idle workers steal unbound tasks from busy ones and
- * sleep (0% CPU) when nothing is runnable. A task may be bound to one worker.
+ * worker has a run queue; idle workers steal tasks that have not started yet
+ * from busy ones and sleep (0% CPU) when nothing is runnable. A task may be
+ * bound to one worker. A fiber that has started always resumes on the worker
+ * it last ran on (after a yield, a park or an I/O wait): C code keeps
+ * thread-local addresses such as errno's in registers across calls, so
+ * moving a running fiber to another thread would be unsafe.
  *
  * With use_caller the creating thread is worker 0: it runs tasks only inside
  * sp_scheduler_stop(). With threads == 1 and use_caller every task runs inside
@@ -55,7 +59,7 @@ int sp_yield(void);
  * (even before park is called) is remembered, so the park returns at once;
  * extra wakes are merged. -EPERM outside a task. */
 int sp_park(void);
-/* Make a parked fiber runnable again (on the worker it is bound to, or any).
+/* Make a parked fiber runnable again, on the worker it last ran on.
  * Safe from any thread. Returns 0, or -EINVAL for a fiber not owned by a
  * scheduler. */
 int sp_wake(sp_fiber_t *f);
@@ -68,7 +72,7 @@ int sp_scheduler_threads(const sp_scheduler_t *s);
 const char *sp_scheduler_name(const sp_scheduler_t *s);
 
 typedef struct sp_worker_stats {
-    uint64_t tasks_run; /* task fibers resumed to completion or first run */
+    uint64_t tasks_run; /* tasks that finished on this worker */
     uint64_t switches;  /* switches into task fibers */
     uint64_t steals;    /* tasks taken from another worker's queue */
 } sp_worker_stats_t;

@@ -1,0 +1,48 @@
+/* Internal: the per-worker timer heap behind timer.h. Every field of a
+ * worker's timers is guarded by that worker's `lock`, so a timer is only
+ * ever touched under the lock of the worker that owns it. */
+#ifndef SP_TIMER_INTERNAL_H
+#define SP_TIMER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spindle/timer.h"
+
+struct sp_scheduler;
+
+typedef struct sp_timer_slot sp_timer_slot_t;
+
+typedef struct sp_timer_heap {
+    pthread_mutex_t lock;
+    sp_timer_slot_t *slots; /* grows by realloc, under lock */
+    uint32_t nslots, cap;
+    uint32_t free_head; /* UINT32_MAX = none */
+    uint32_t *heap;     /* slot indices, min-heap by (deadline, seq) */
+    uint32_t nheap;
+    uint64_t seq;
+    struct sp_scheduler *sched;
+    int worker;
+} sp_timer_heap_t;
+
+int sp__timer_heap_init(sp_timer_heap_t *h, struct sp_scheduler *s,
+                        int worker);
+void sp__timer_heap_fini(sp_timer_heap_t *h);
+/* Nanoseconds until the earliest deadline (0 if due), or -1 if none. */
+int64_t sp__timer_heap_next(sp_timer_heap_t *h);
+/* Run or schedule every due timer. Called by the owning worker only. */
+void sp__timer_heap_expire(sp_timer_heap_t *h);
+
+/* Add a timer whose callback runs directly on the owning worker's scheduler
+ * context instead of as a task (for framework-internal wake-ups that never
+ * block). Owner = the calling worker. */
+int sp__timer_add_inline(sp_timer_heap_t *h, uint64_t delay_ns,
+                         sp_timer_fn fn, void *arg, sp_timer_id_t *id);
+
+/* The heap of worker `worker` of the IOManager, defined in iomanager.c. */
+sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
+/* Wake the owner of h if it is idle, so it re-arms for an earlier deadline. */
+void sp__iom_timer_kick(sp_iomanager_t *io, int worker);
+
+#endif
