@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fd_table.h"
+#include "iomanager_internal.h"
 #include "scheduler_internal.h"
 #include "spindle/iomanager.h"
 #include "timer_internal.h"
@@ -37,7 +38,7 @@ typedef struct sp_io_watch {
     void *arg;
     int result;
     bool detached; /* guarded by ctx->lock */
-    bool discard;  /* deleted: no wake-up, no callback */
+    bool fire;     /* detached to deliver: wake the fiber / run callback */
     bool queued;   /* in the owner's inbox; guarded by ctx->lock */
     bool started;  /* in the owner's loop; owner thread only */
 } sp_io_watch_t;
@@ -116,12 +117,12 @@ static void finish(sp_io_watch_t *w)
         w->started = false;
     }
     if (w->waiter) {
-        if (!w->discard)
-            sp__waiter_wake(w->waiter);
+        if (w->fire)
+            sp__waiter_deliver(w->waiter, true);
         free(w);
         return;
     }
-    if (!w->discard) {
+    if (w->fire) {
         if (sp_schedule(&io->s, run_callback, w, SP_ANY_WORKER) != 0)
             abort(); /* our hold keeps the scheduler running */
     } else {
@@ -145,20 +146,28 @@ static void inbox_push(sp_io_watch_t *w)
         ;
 }
 
+/* How a watch leaves its fd. */
+typedef enum detach_mode {
+    FIRE,    /* ready, cancelled, timed out, closed: wake / run callback */
+    DROP,    /* deleted: a fiber is not woken, a callback never runs */
+    WITHDRAW /* the waiting fiber itself takes back a watch that did not fire */
+} detach_mode_t;
+
 /* Detach the fd's current watch of direction dir (ctx lock held). Returns
  * the watch if the caller must finish() it after unlocking. */
 static sp_io_watch_t *detach(sp_fd_ctx_t *ctx, int dir, int result,
-                             bool discard, bool *kick_owner)
+                             detach_mode_t mode, bool *kick_owner)
 {
     sp_io_watch_t *w = ctx->watch[dir];
     ctx->watch[dir] = NULL;
     w->detached = true;
-    w->discard = discard;
+    w->fire = mode == FIRE;
     w->result = result;
-    if (w->waiter) {
-        w->waiter->result = discard ? -EINTR : result;
-        if (discard)
-            sp__waiter_drop(w->waiter);
+    if (w->waiter && mode == FIRE)
+        sp__waiter_promise(w->waiter, result);
+    if (w->waiter && mode == DROP) { /* ends the wait, without a wake-up */
+        sp__waiter_promise(w->waiter, result);
+        sp__waiter_deliver(w->waiter, false);
     }
     if (w->queued)
         return NULL; /* the owner's inbox handles it */
@@ -198,19 +207,14 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;
     sp_io_watch_t *w = (sp_io_watch_t *)io;
+    bool kick_owner = false;
+    sp_io_watch_t *mine = NULL;
     pthread_mutex_lock(&w->ctx->lock);
-    bool mine = !w->detached;
-    if (mine) {
-        w->ctx->watch[w->dir] = NULL;
-        w->detached = true;
-        w->result = 0;
-        if (w->waiter)
-            w->waiter->result = 0;
-    }
-    bool queued = w->queued;
+    if (!w->detached)
+        mine = detach(w->ctx, w->dir, 0, FIRE, &kick_owner);
     pthread_mutex_unlock(&w->ctx->lock);
-    if (mine && !queued) {
-        finish(w);
+    if (mine) {
+        finish(mine);
     } else { /* detached elsewhere: stop firing; the inbox finishes it */
         ev_io_stop(loop, io);
         w->started = false;
@@ -378,75 +382,117 @@ static int attach(sp_fd_ctx_t *ctx, sp_io_watch_t *w)
     return 0;
 }
 
-static uintptr_t pack_wait(int fd, int dir, uint32_t seq)
+static void on_wait_timeout(void *waiter)
 {
-    return (uintptr_t)(uint32_t)fd | (uintptr_t)dir << 32 |
-           (uintptr_t)(seq & 0x7fffffffu) << 33;
+    sp__waiter_promise(waiter, -ETIMEDOUT);
+    sp__waiter_deliver(waiter, true);
 }
 
-/* Inline timer on the owner: end the wait with -ETIMEDOUT if the same wait
- * (fd, direction, sequence) is still armed. */
-static void on_wait_timeout(void *p)
+/* Where one armed watch of a wait sits, to take it back without touching
+ * the watch itself (it may be freed once it fired). */
+typedef struct armed {
+    sp_fd_ctx_t *ctx;
+    int dir;
+    uint32_t seq;
+} armed_t;
+
+static void withdraw(const armed_t *a, int n)
 {
-    uintptr_t v = (uintptr_t)p;
-    int fd = (int)(uint32_t)v, dir = (int)((v >> 32) & 1);
-    uint32_t seq = (uint32_t)(v >> 33);
-    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
-    bool kick_owner = false;
-    sp_io_watch_t *w = NULL;
-    pthread_mutex_lock(&ctx->lock);
-    if (ctx->watch[dir] && (ctx->watch[dir]->seq & 0x7fffffffu) == seq)
-        w = detach(ctx, dir, -ETIMEDOUT, false, &kick_owner);
-    pthread_mutex_unlock(&ctx->lock);
-    if (w)
-        finish(w);
+    for (int i = 0; i < n; i++) {
+        bool kick_owner = false; /* the owner is this thread */
+        sp_io_watch_t *w = NULL;
+        pthread_mutex_lock(&a[i].ctx->lock);
+        sp_io_watch_t *cur = a[i].ctx->watch[a[i].dir];
+        if (cur && cur->seq == a[i].seq)
+            w = detach(a[i].ctx, a[i].dir, 0, WITHDRAW, &kick_owner);
+        pthread_mutex_unlock(&a[i].ctx->lock);
+        if (w)
+            finish(w);
+    }
 }
 
-int sp_io_wait(int fd, int event, int64_t timeout_us)
+/* Arm one watch per (fd, direction) for the waiter on the calling worker's
+ * loop. Returns how many were armed, or a negative errno (then none is). */
+static int arm(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
+               int n, sp_waiter_t *waiter, armed_t *out)
+{
+    int k = 0, rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        for (int dir = 0; dir < 2 && rc == 0; dir++) {
+            if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
+                continue;
+            sp_fd_ctx_t *ctx = sp__fd_ctx(wants[i].fd);
+            sp_io_watch_t *w = ctx ? new_watch(io, wants[i].fd, dir) : NULL;
+            if (!w) {
+                rc = ctx ? -ENOMEM : -EBADF;
+                break;
+            }
+            w->waiter = waiter;
+            w->owner = owner;
+            pthread_mutex_lock(&ctx->lock);
+            rc = attach(ctx, w);
+            out[k] = (armed_t){ctx, dir, w->seq};
+            pthread_mutex_unlock(&ctx->lock);
+            if (rc < 0) {
+                free(w);
+                break;
+            }
+            ev_io_start(io->w[owner].loop, &w->io);
+            w->started = true;
+            k++;
+        }
+    }
+    if (rc < 0) {
+        withdraw(out, k);
+        return rc;
+    }
+    return k;
+}
+
+int sp__io_wait_many(const sp_io_want_t *wants, int n, int64_t timeout_us)
 {
     sp_iomanager_t *io = sp_iomanager_current();
     if (!io || !sp_fiber_current())
         return -EPERM;
-    int dir = dir_of(event);
-    if (dir < 0)
+    if (n < 0 || n > SP_IO_WAIT_MAX)
         return -EINVAL;
-    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
-    if (!ctx)
-        return -EBADF;
-    sp_worker_t *self = sp__sched_self(&io->s);
-    iom_worker_t *x = &io->w[self->index];
-    sp_io_watch_t *w = new_watch(io, fd, dir);
-    if (!w)
-        return -ENOMEM;
+    for (int i = 0; i < n; i++)
+        if (!wants[i].events || (wants[i].events & ~(SP_IO_READ | SP_IO_WRITE)))
+            return -EINVAL;
+    int owner = sp__sched_self(&io->s)->index;
     sp_waiter_t waiter;
     sp__waiter_init(&waiter);
-    w->waiter = &waiter;
-    w->owner = self->index;
-    pthread_mutex_lock(&ctx->lock);
-    int rc = attach(ctx, w);
-    uint32_t seq = w->seq;
-    pthread_mutex_unlock(&ctx->lock);
-    if (rc < 0) {
-        free(w);
-        return rc;
-    }
-    ev_io_start(x->loop, &w->io);
-    w->started = true;
+    armed_t armed[2 * SP_IO_WAIT_MAX];
+    int k = arm(io, owner, wants, n, &waiter, armed);
+    if (k < 0)
+        return k;
     sp_timer_id_t tid = 0;
     if (timeout_us >= 0) {
-        rc = sp__timer_add_inline(&x->timers, (uint64_t)timeout_us * 1000,
-                                  on_wait_timeout,
-                                  (void *)pack_wait(fd, dir, seq), &tid);
+        int rc = sp__timer_add_inline(&io->w[owner].timers,
+                                      (uint64_t)timeout_us * 1000,
+                                      on_wait_timeout, &waiter, &tid);
         if (rc < 0) {
-            sp_io_cancel(fd, event);
-            sp__waiter_wait(&waiter);
+            withdraw(armed, k);
+            sp__waiter_settle(&waiter);
             return rc;
         }
     }
-    rc = sp__waiter_wait(&waiter);
+    int rc = sp__waiter_wait(&waiter);
+    /* The timer is on this thread, like its inline callback: once cancel
+     * says it already fired, that callback has completed. */
     if (tid)
         sp_timer_cancel(io, tid);
+    withdraw(armed, k);
+    sp__waiter_settle(&waiter);
     return rc;
+}
+
+int sp_io_wait(int fd, int event, int64_t timeout_us)
+{
+    if (event != SP_IO_READ && event != SP_IO_WRITE)
+        return -EINVAL;
+    sp_io_want_t want = {fd, event};
+    return sp__io_wait_many(&want, 1, timeout_us);
 }
 
 int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
@@ -490,7 +536,7 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
 
 /* Detach and settle the armed events of fd selected by `dirs` (bit 0 READ,
  * bit 1 WRITE). Returns how many were armed. */
-static int end_events(int fd, unsigned dirs, int result, bool discard,
+static int end_events(int fd, unsigned dirs, int result, detach_mode_t mode,
                       bool forget)
 {
     sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
@@ -508,7 +554,7 @@ static int end_events(int fd, unsigned dirs, int result, bool discard,
         n++;
         ios[dir] = w->iom;
         owners[dir] = w->owner;
-        now[dir] = detach(ctx, dir, result, discard, &kicks[dir]);
+        now[dir] = detach(ctx, dir, result, mode, &kicks[dir]);
     }
     if (forget)
         sp__fd_ctx_forget(ctx);
@@ -527,7 +573,7 @@ int sp_io_del(int fd, int event)
     int dir = dir_of(event);
     if (dir < 0)
         return -EINVAL;
-    return end_events(fd, 1u << dir, -EINTR, true, false) ? 0 : -ENOENT;
+    return end_events(fd, 1u << dir, -EINTR, DROP, false) ? 0 : -ENOENT;
 }
 
 int sp_io_cancel(int fd, int event)
@@ -535,15 +581,15 @@ int sp_io_cancel(int fd, int event)
     int dir = dir_of(event);
     if (dir < 0)
         return -EINVAL;
-    return end_events(fd, 1u << dir, -ECANCELED, false, false) ? 0 : -ENOENT;
+    return end_events(fd, 1u << dir, -ECANCELED, FIRE, false) ? 0 : -ENOENT;
 }
 
 int sp_io_cancel_all(int fd)
 {
-    return end_events(fd, 3, -ECANCELED, false, false);
+    return end_events(fd, 3, -ECANCELED, FIRE, false);
 }
 
 int sp_io_close_fd(int fd)
 {
-    return end_events(fd, 3, -EBADF, false, true);
+    return end_events(fd, 3, -EBADF, FIRE, true);
 }

@@ -599,37 +599,42 @@ int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
     return 0;
 }
 
-/* ---- one-shot waiters --------------------------------------------------- */
+/* ---- waiters ----------------------------------------------------------- */
 
 void sp__waiter_init(sp_waiter_t *w)
 {
     w->fiber = sp_fiber_current();
     w->result = 0;
-    atomic_init(&w->state, 0);
+    atomic_init(&w->promised, 0);
+    atomic_init(&w->delivered, 0);
+}
+
+void sp__waiter_promise(sp_waiter_t *w, int result)
+{
+    if (atomic_fetch_add(&w->promised, 1) == 0)
+        w->result = result;
+}
+
+void sp__waiter_deliver(sp_waiter_t *w, bool wake)
+{
+    if (wake)
+        sp_wake(w->fiber);
+    atomic_fetch_add(&w->delivered, 1); /* last touch: w may vanish now */
 }
 
 int sp__waiter_wait(sp_waiter_t *w)
 {
-    for (;;) {
-        int st = atomic_load(&w->state);
-        if (st == 2)
-            return w->result;
-        if (st == 0)
-            sp_park();
+    while (!atomic_load(&w->delivered)) {
+        if (atomic_load(&w->promised))
+            sp_yield(); /* a waker is between its promise and delivery */
         else
-            sp_yield(); /* the waker is between its wake and "done" */
+            sp_park();
     }
+    return w->result;
 }
 
-void sp__waiter_wake(sp_waiter_t *w)
+void sp__waiter_settle(sp_waiter_t *w)
 {
-    sp_fiber_t *f = w->fiber;
-    atomic_store(&w->state, 1);
-    sp_wake(f);
-    atomic_store(&w->state, 2); /* last touch: w may vanish after this */
-}
-
-void sp__waiter_drop(sp_waiter_t *w)
-{
-    atomic_store(&w->state, 2);
+    while (atomic_load(&w->delivered) != atomic_load(&w->promised))
+        sp_yield();
 }

@@ -70,22 +70,26 @@ void sp__sched_release(sp_scheduler_t *s);
 /* The worker the calling thread runs for s, or NULL. */
 sp_worker_t *sp__sched_self(const sp_scheduler_t *s);
 
-#endif
-
-/* A one-shot wait for a fiber, robust against stray wakes: the fiber
- * returns only after the waker has finished touching it, so a waker never
- * wakes a fiber that has already moved on (or finished).
- *   waiter:  sp__waiter_init(&w); publish &w; sp__waiter_wait(&w);
- *   waker:   w->result = r; sp__waiter_wake(w);   (or sp__waiter_drop(w)
- *            to end the wait without a wake: the fiber then returns the
- *            next time anything wakes it) */
+/* A fiber's wait for one of several wakers (fd events, a timer), robust
+ * against stray wakes: the fiber returns only after every waker that
+ * promised to touch the waiter has finished with it.
+ *   fiber:  sp__waiter_init(&w); publish &w to wakers; sp__waiter_wait(&w);
+ *           withdraw from wakers that did not fire; sp__waiter_settle(&w);
+ *   waker:  under the lock that publishes it: sp__waiter_promise(w, r);
+ *           later (any thread): sp__waiter_deliver(w, wake).
+ * The first promise's result is the wait's result. A delivery without a
+ * wake ends the wait the next time anything wakes the fiber. */
 typedef struct sp_waiter {
     sp_fiber_t *fiber;
     int result;
-    _Atomic int state; /* 0 waiting, 1 wake in progress, 2 done */
+    _Atomic int promised;  /* wakers that will still touch us */
+    _Atomic int delivered; /* wakers that are done with us */
 } sp_waiter_t;
 
 void sp__waiter_init(sp_waiter_t *w);
+void sp__waiter_promise(sp_waiter_t *w, int result);
+void sp__waiter_deliver(sp_waiter_t *w, bool wake);
 int sp__waiter_wait(sp_waiter_t *w);
-void sp__waiter_wake(sp_waiter_t *w);
-void sp__waiter_drop(sp_waiter_t *w);
+void sp__waiter_settle(sp_waiter_t *w);
+
+#endif

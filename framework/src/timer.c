@@ -493,7 +493,8 @@ int sp_timer_reset(sp_iomanager_t *io, sp_timer_id_t id, uint64_t delay_us,
 
 static void wake_sleeper(void *waiter)
 {
-    sp__waiter_wake(waiter);
+    sp__waiter_promise(waiter, 0);
+    sp__waiter_deliver(waiter, true);
 }
 
 int sp_sleep_us(uint64_t usec)
