@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 enum { CHUNK_SHIFT = 10, CHUNK = 1 << CHUNK_SHIFT };
 
@@ -65,24 +67,31 @@ sp_fd_ctx_t *sp__fd_ctx(int fd)
     return &chunk[fd & (CHUNK - 1)];
 }
 
-void sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
+unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
 {
-    if (c->valid)
-        return;
-    struct stat st;
-    c->is_socket = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
-    int fl = fcntl(fd, F_GETFL);
-    c->sys_nonblock = fl >= 0 && (fl & O_NONBLOCK);
-    c->user_nonblock = c->sys_nonblock;
-    c->valid = true;
+    unsigned fl = atomic_load_explicit(&c->flags, memory_order_acquire);
+    if (fl & SP_FD_VALID)
+        return fl;
+    pthread_mutex_lock(&c->lock);
+    fl = atomic_load_explicit(&c->flags, memory_order_relaxed);
+    if (!(fl & SP_FD_VALID)) {
+        struct stat st;
+        fl = SP_FD_VALID;
+        if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+            fl |= SP_FD_SOCKET;
+        /* Straight to the kernel: fcntl itself may be hooked. */
+        int kfl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+        if (kfl >= 0 && (kfl & O_NONBLOCK))
+            fl |= SP_FD_SYS_NB | SP_FD_USER_NB;
+        atomic_store_explicit(&c->flags, fl, memory_order_release);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return fl;
 }
 
 void sp__fd_ctx_forget(sp_fd_ctx_t *c)
 {
-    c->valid = false;
-    c->is_socket = false;
-    c->sys_nonblock = false;
-    c->user_nonblock = false;
-    c->rcv_timeout_us = -1;
-    c->snd_timeout_us = -1;
+    atomic_store(&c->flags, 0);
+    atomic_store(&c->rcv_timeout_us, -1);
+    atomic_store(&c->snd_timeout_us, -1);
 }

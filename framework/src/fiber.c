@@ -95,6 +95,15 @@ void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
     f->caller = NULL;
     atomic_store_explicit(&f->state, SP_FIBER_READY, memory_order_relaxed);
     sp__ctx_make(&f->ctx, usable_lo(f), usable_size(f), fiber_main);
+#ifdef SP_TSAN
+    /* A finished fiber never returned from fiber_main and its last
+     * sp__fiber_switch, so its TSan shadow call stack still holds them: a
+     * reused (pooled) fiber gets a fresh TSan fiber, or that stack would grow
+     * with every reuse until TSan overflows it. */
+    if (f->tsan_fiber)
+        __tsan_destroy_fiber(f->tsan_fiber);
+    f->tsan_fiber = __tsan_create_fiber(0);
+#endif
 }
 
 sp_fiber_t *sp_fiber_create(sp_fiber_fn fn, void *arg, size_t stack_size,
@@ -127,9 +136,6 @@ sp_fiber_t *sp_fiber_create(sp_fiber_fn fn, void *arg, size_t stack_size,
     if (name) {
         strncpy(f->name, name, sizeof f->name - 1);
     }
-#ifdef SP_TSAN
-    f->tsan_fiber = __tsan_create_fiber(0);
-#endif
     sp__fiber_reset(f, fn, arg);
     return f;
 }

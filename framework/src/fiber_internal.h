@@ -40,6 +40,7 @@ typedef struct sp_thread {
     struct sp_fiber *current;
     struct sp_fiber *prev; /* the fiber being switched away from */
     void *worker;          /* scheduler worker run by this thread, or NULL */
+    bool hooks_off;        /* sp_hook_enable(false) on this thread */
     uint64_t next_id, id_end;
     void *altstack;
 } sp_thread_t;

@@ -55,6 +55,7 @@ struct sp_scheduler {
     int nworkers;
     bool use_caller;
     bool started;
+    bool has_io; /* an IOManager: its task fibers may use the hooks */
     _Atomic uint64_t ctl; /* live tasks | STOPPING | STOPPED */
     _Atomic unsigned rr;  /* round-robin cursor for outside submissions */
     sp_worker_t *workers;

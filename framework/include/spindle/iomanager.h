@@ -56,6 +56,19 @@ sp_iomanager_t *sp_iomanager_current(void);
  * waits for the same event on fd, -EPERM outside an IOManager fiber. */
 int sp_io_wait(int fd, int event, int64_t timeout_us);
 
+/* One fd and the events (SP_IO_READ | SP_IO_WRITE) a wait wants on it. */
+typedef struct sp_io_want {
+    int fd;
+    int events;
+} sp_io_want_t;
+
+#define SP_IO_WAIT_MAX 128
+
+/* Like sp_io_wait, for up to SP_IO_WAIT_MAX fds: returns 0 as soon as any
+ * wanted event is ready (the caller then asks the fds which, e.g. with a
+ * zero-timeout poll). */
+int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us);
+
 /* Arm a one-shot callback event from any thread: fn(arg, result) runs as a
  * task when fd is ready (or the event is cancelled). 0, -EEXIST, -ENOMEM,
  * -ESHUTDOWN, -EINVAL. */

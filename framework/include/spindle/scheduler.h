@@ -64,6 +64,13 @@ int sp_park(void);
  * scheduler. */
 int sp_wake(sp_fiber_t *f);
 
+/* Run fn(arg), a call that may block (a blocking library, DNS, disk), on a
+ * small pool of helper threads while the calling fiber parks; its worker
+ * keeps running other fibers. Outside a task fiber, runs fn(arg) inline.
+ * Returns 0, or -ENOMEM / -EAGAIN when no helper could be had (then fn
+ * has not run). */
+int sp_run_blocking(void (*fn)(void *), void *arg);
+
 /* The scheduler of the calling worker thread, or NULL. */
 sp_scheduler_t *sp_scheduler_current(void);
 /* Index of the calling worker (0 .. threads-1), or -1. */

@@ -1,0 +1,34 @@
+/* Internal: what the hook layer needs from the framework, as a table of
+ * function pointers. The hooks linked into libspindle get the table at
+ * once; a preloaded libspindle_preload.so gets it when the first IOManager
+ * is created (it cannot link against the framework it is loaded into). */
+#ifndef SP_HOOK_BRIDGE_H
+#define SP_HOOK_BRIDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fd_table.h"
+#include "iomanager_internal.h"
+
+typedef struct sp_hook_bridge {
+    bool (*enabled)(void);
+    int (*wait_any)(const sp_io_want_t *wants, int n, int64_t timeout_us);
+    int (*sleep_us)(uint64_t usec);
+    int (*close_fd)(int fd);
+    int64_t (*connect_timeout)(void);
+    sp_fd_ctx_t *(*fd_ctx)(int fd);
+    unsigned (*fd_ctx_load)(sp_fd_ctx_t *c, int fd);
+    void (*fd_ctx_forget)(sp_fd_ctx_t *c);
+    int (*run_blocking)(void (*fn)(void *), void *arg);
+} sp_hook_bridge_t;
+
+/* Defined by the hook layer: hand it the framework's table. */
+void sp_hook_attach(const sp_hook_bridge_t *b);
+/* Defined by the hook layer: whether it has a table. */
+bool sp_hook_attached(void);
+
+/* Framework side: make the hooks (linked or preloaded) see the bridge. */
+void sp__hook_connect(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* The framework's side of the hooks: the per-thread switch, the connect
+ * timeout, and the bridge table handed to the hook layer. */
+#include <stdatomic.h>
+
+#include "hook_bridge.h"
+#include "scheduler_internal.h"
+#include "spindle/hook.h"
+#include "spindle/timer.h"
+
+static _Atomic int64_t connect_timeout_us = 75 * 1000000LL;
+
+void sp_hook_enable(bool on)
+{
+    sp__thread()->hooks_off = !on;
+}
+
+bool sp_hook_is_enabled(void)
+{
+    sp_thread_t *t = sp__thread_peek();
+    if (!t || t->hooks_off || !t->worker)
+        return false;
+    const sp_worker_t *w = t->worker;
+    return w->s->has_io && t->current != &t->root && t->current->sched;
+}
+
+void sp_hook_set_connect_timeout(int64_t timeout_us)
+{
+    atomic_store(&connect_timeout_us, timeout_us < 0 ? -1 : timeout_us);
+}
+
+int64_t sp_hook_connect_timeout(void)
+{
+    return atomic_load(&connect_timeout_us);
+}
+
+const sp_hook_bridge_t sp__hook_bridge = {
+    .enabled = sp_hook_is_enabled,
+    .wait_any = sp_io_wait_any,
+    .sleep_us = sp_sleep_us,
+    .close_fd = sp_io_close_fd,
+    .connect_timeout = sp_hook_connect_timeout,
+    .fd_ctx = sp__fd_ctx,
+    .fd_ctx_load = sp__fd_ctx_load,
+    .fd_ctx_forget = sp__fd_ctx_forget,
+    .run_blocking = sp_run_blocking,
+};

@@ -1,0 +1,121 @@
+/* What every hook shares: the bridge, the managed-socket check and the
+ * park-until-ready step. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "hook_internal.h"
+
+static _Atomic(const sp_hook_bridge_t *) bridge;
+
+void sp_hook_attach(const sp_hook_bridge_t *b)
+{
+    atomic_store_explicit(&bridge, b, memory_order_release);
+}
+
+bool sp_hook_attached(void)
+{
+    return atomic_load(&bridge) != NULL;
+}
+
+const sp_hook_bridge_t *sp__bridge(void)
+{
+    return atomic_load_explicit(&bridge, memory_order_acquire);
+}
+
+const sp_hook_bridge_t *sp__hook_active(void)
+{
+    const sp_hook_bridge_t *b = sp__bridge();
+    return b && b->enabled() ? b : NULL;
+}
+
+sp_fd_ctx_t *sp__hook_managed(const sp_hook_bridge_t *b, int fd)
+{
+    sp_fd_ctx_t *c = b->fd_ctx(fd);
+    if (!c)
+        return NULL;
+    unsigned fl = b->fd_ctx_load(c, fd);
+    if (!(fl & SP_FD_SOCKET) || (fl & SP_FD_USER_NB))
+        return NULL;
+    if (!(fl & SP_FD_SYS_NB)) {
+        /* A blocking socket from outside used in a fiber: make it
+         * non-blocking underneath; the user still sees it blocking. */
+        pthread_mutex_lock(&c->lock);
+        fl = atomic_load(&c->flags);
+        if (!(fl & SP_FD_SYS_NB)) {
+            const sp_real_t *r = sp__real();
+            int kfl = r->fcntl(fd, F_GETFL);
+            if (kfl < 0 || r->fcntl(fd, F_SETFL, kfl | O_NONBLOCK) < 0) {
+                pthread_mutex_unlock(&c->lock);
+                return NULL;
+            }
+            atomic_store(&c->flags, fl | SP_FD_SYS_NB);
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    return c;
+}
+
+void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool user_nb)
+{
+    sp_fd_ctx_t *c = b->fd_ctx(fd);
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    b->fd_ctx_forget(c);
+    atomic_store(&c->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB |
+                                (user_nb ? SP_FD_USER_NB : 0));
+    pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t sp__hook_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sp__hook_deadline(int64_t timeout_us)
+{
+    return timeout_us < 0 ? 0 : sp__hook_now_ns() + (uint64_t)timeout_us * 1000;
+}
+
+int sp__hook_wait(const sp_hook_bridge_t *b, int fd, int event,
+                  uint64_t deadline_ns)
+{
+    int64_t timeout_us = -1;
+    if (deadline_ns) {
+        uint64_t now = sp__hook_now_ns();
+        if (now >= deadline_ns) {
+            errno = EAGAIN;
+            return -1;
+        }
+        timeout_us = (int64_t)((deadline_ns - now + 999) / 1000);
+    }
+    sp_io_want_t want = {fd, event};
+    int rc = b->wait_any(&want, 1, timeout_us);
+    switch (rc) {
+    case 0:
+        return 0;
+    case -ETIMEDOUT:
+        errno = EAGAIN;
+        return -1;
+    case -ECANCELED:
+        errno = EINTR;
+        return -1;
+    case -EEXIST: {
+        /* Another fiber already waits on this fd and direction (one waiter
+         * per direction): poll again shortly instead. */
+        int s = b->sleep_us(1000);
+        if (s < 0) {
+            errno = -s;
+            return -1;
+        }
+        return 0;
+    }
+    default:
+        errno = -rc;
+        return -1;
+    }
+}

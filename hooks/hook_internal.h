@@ -1,0 +1,42 @@
+/* Internal to the hook layer: the bridge to the framework and the helpers
+ * every hook shares. */
+#ifndef SP_HOOK_INTERNAL_H
+#define SP_HOOK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hook_bridge.h"
+#include "real.h"
+
+/* The framework's table, or NULL (preloaded into a program that has not
+ * created an IOManager: nothing can park then). */
+const sp_hook_bridge_t *sp__bridge(void);
+
+/* The bridge when the calling fiber may park, else NULL. */
+const sp_hook_bridge_t *sp__hook_active(void);
+
+/* For a socket the hooks manage (fd created or first used in a fiber, not
+ * made non-blocking by the user): its context, with O_NONBLOCK set in the
+ * kernel. NULL means: call libc as it is. */
+sp_fd_ctx_t *sp__hook_managed(const sp_hook_bridge_t *b, int fd);
+
+/* Record a new socket fd created in a fiber as non-blocking underneath;
+ * user_nb is what the user asked for. */
+void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool user_nb);
+
+/* Park until fd is ready for `event` or the absolute deadline (ns, 0 =
+ * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as
+ * the kernel would for a blocking call: EAGAIN on timeout, EBADF when the
+ * fd was closed meanwhile, EINTR when the wait was cancelled. */
+int sp__hook_wait(const sp_hook_bridge_t *b, int fd, int event,
+                  uint64_t deadline_ns);
+
+/* Monotonic clock (the framework's own is not reachable from a preloaded
+ * library). */
+uint64_t sp__hook_now_ns(void);
+
+/* Deadline for a timeout in microseconds (-1 = none: returns 0). */
+uint64_t sp__hook_deadline(int64_t timeout_us);
+
+#endif

@@ -1,0 +1,60 @@
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "real.h"
+
+static sp_real_t real;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void *must(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "spindle hooks: no libc symbol '%s'\n", name);
+        abort();
+    }
+    return p;
+}
+
+/* POSIX allows converting dlsym's result through a void* object. */
+#define LOAD(name) (*(void **)&real.name = must(#name))
+
+static void resolve(void)
+{
+    LOAD(sleep);
+    LOAD(usleep);
+    LOAD(nanosleep);
+    LOAD(socket);
+    LOAD(connect);
+    LOAD(accept);
+    LOAD(accept4);
+    LOAD(read);
+    LOAD(readv);
+    LOAD(recv);
+    LOAD(recvfrom);
+    LOAD(recvmsg);
+    LOAD(write);
+    LOAD(writev);
+    LOAD(send);
+    LOAD(sendto);
+    LOAD(sendmsg);
+    LOAD(close);
+    LOAD(fcntl);
+    LOAD(ioctl);
+    LOAD(getsockopt);
+    LOAD(setsockopt);
+    LOAD(poll);
+    LOAD(select);
+    LOAD(dup);
+    LOAD(dup2);
+    LOAD(dup3);
+    LOAD(getaddrinfo);
+}
+
+const sp_real_t *sp__real(void)
+{
+    pthread_once(&once, resolve);
+    return &real;
+}

@@ -1,0 +1,53 @@
+/* The libc functions behind every hook, found with dlsym(RTLD_NEXT) the
+ * first time any hook runs (not in a constructor: another library's
+ * constructor may call a hooked function before ours would have run). */
+#ifndef SP_HOOK_REAL_H
+#define SP_HOOK_REAL_H
+
+#include <netdb.h>
+#include <poll.h>
+#include <stddef.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+typedef struct sp_real {
+    unsigned (*sleep)(unsigned);
+    int (*usleep)(useconds_t);
+    int (*nanosleep)(const struct timespec *, struct timespec *);
+    int (*socket)(int, int, int);
+    int (*connect)(int, const struct sockaddr *, socklen_t);
+    int (*accept)(int, struct sockaddr *, socklen_t *);
+    int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+    ssize_t (*read)(int, void *, size_t);
+    ssize_t (*readv)(int, const struct iovec *, int);
+    ssize_t (*recv)(int, void *, size_t, int);
+    ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *,
+                        socklen_t *);
+    ssize_t (*recvmsg)(int, struct msghdr *, int);
+    ssize_t (*write)(int, const void *, size_t);
+    ssize_t (*writev)(int, const struct iovec *, int);
+    ssize_t (*send)(int, const void *, size_t, int);
+    ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *,
+                      socklen_t);
+    ssize_t (*sendmsg)(int, const struct msghdr *, int);
+    int (*close)(int);
+    int (*fcntl)(int, int, ...);
+    int (*ioctl)(int, unsigned long, ...);
+    int (*getsockopt)(int, int, int, void *, socklen_t *);
+    int (*setsockopt)(int, int, int, const void *, socklen_t);
+    int (*poll)(struct pollfd *, nfds_t, int);
+    int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+    int (*dup)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
+                       struct addrinfo **);
+} sp_real_t;
+
+/* The table, resolved on first use. */
+const sp_real_t *sp__real(void);
+
+#endif

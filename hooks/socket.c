@@ -1,0 +1,290 @@
+/* Sockets and descriptors: creation (non-blocking underneath, blocking as
+ * the user sees it), connect with a timeout, accept, close and dup that
+ * wake waiters and keep the fd table right, and the flag calls (fcntl,
+ * ioctl FIONBIO) that show and change the user's view. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "hook_internal.h"
+#include "spindle/iomanager.h"
+
+int socket(int domain, int type, int protocol)
+{
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->socket(domain, type, protocol);
+    int fd = sp__real()->socket(domain, type | SOCK_NONBLOCK, protocol);
+    if (fd >= 0)
+        sp__hook_adopt(b, fd, type & SOCK_NONBLOCK);
+    return fd;
+}
+
+static int64_t min_timeout(int64_t a, int64_t b)
+{
+    if (a < 0)
+        return b;
+    if (b < 0)
+        return a;
+    return a < b ? a : b;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    const sp_real_t *r = sp__real();
+    const sp_hook_bridge_t *b = sp__hook_active();
+    sp_fd_ctx_t *ctx = b ? sp__hook_managed(b, fd) : NULL;
+    if (!ctx)
+        return r->connect(fd, addr, len);
+    uint64_t deadline = sp__hook_deadline(min_timeout(
+        b->connect_timeout(), atomic_load(&ctx->snd_timeout_us)));
+    for (;;) {
+        if (r->connect(fd, addr, len) == 0)
+            return 0;
+        if (errno == EINPROGRESS)
+            break;
+        if (errno != EAGAIN) /* AF_UNIX with a full backlog says EAGAIN */
+            return -1;
+        if (b->sleep_us(1000) < 0 ||
+            (deadline && sp__hook_deadline(0) >= deadline)) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+    }
+    if (sp__hook_wait(b, fd, SP_IO_WRITE, deadline) < 0) {
+        if (errno == EAGAIN)
+            errno = ETIMEDOUT;
+        return -1;
+    }
+    int err = 0;
+    socklen_t elen = sizeof err;
+    if (r->getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+        return -1;
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    const sp_real_t *r = sp__real();
+    const sp_hook_bridge_t *b = sp__hook_active();
+    sp_fd_ctx_t *ctx = b ? sp__hook_managed(b, fd) : NULL;
+    if (!ctx)
+        return r->accept4(fd, addr, len, flags);
+    uint64_t deadline = 0;
+    bool timed = false;
+    for (;;) {
+        int nfd = r->accept4(fd, addr, len, flags | SOCK_NONBLOCK);
+        if (nfd >= 0) {
+            sp__hook_adopt(b, nfd, flags & SOCK_NONBLOCK);
+            return nfd;
+        }
+        if (errno != EAGAIN)
+            return -1;
+        if (!timed) {
+            deadline = sp__hook_deadline(atomic_load(&ctx->rcv_timeout_us));
+            timed = true;
+        }
+        if (sp__hook_wait(b, fd, SP_IO_READ, deadline) < 0)
+            return -1;
+    }
+}
+
+int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    if (!sp__hook_active())
+        return sp__real()->accept(fd, addr, len);
+    return accept4(fd, addr, len, 0);
+}
+
+/* The fd number is going away: wake its waiters with EBADF and forget it.
+ * Done on every thread, hooks on or off, so a reused number starts clean. */
+static void forget_fd(int fd)
+{
+    const sp_hook_bridge_t *b = sp__bridge();
+    if (b)
+        b->close_fd(fd);
+}
+
+int close(int fd)
+{
+    forget_fd(fd);
+    return sp__real()->close(fd);
+}
+
+/* newfd now shares oldfd's open file: copy what we know about it. */
+static void copy_fd(int oldfd, int newfd)
+{
+    const sp_hook_bridge_t *b = sp__bridge();
+    sp_fd_ctx_t *from = b ? b->fd_ctx(oldfd) : NULL;
+    sp_fd_ctx_t *to = b ? b->fd_ctx(newfd) : NULL;
+    if (!from || !to || from == to)
+        return;
+    unsigned fl = b->fd_ctx_load(from, oldfd);
+    int64_t rcv = atomic_load(&from->rcv_timeout_us);
+    int64_t snd = atomic_load(&from->snd_timeout_us);
+    pthread_mutex_lock(&to->lock);
+    atomic_store(&to->flags, fl);
+    atomic_store(&to->rcv_timeout_us, rcv);
+    atomic_store(&to->snd_timeout_us, snd);
+    pthread_mutex_unlock(&to->lock);
+}
+
+int dup(int oldfd)
+{
+    int fd = sp__real()->dup(oldfd);
+    if (fd >= 0) {
+        forget_fd(fd);
+        copy_fd(oldfd, fd);
+    }
+    return fd;
+}
+
+int dup2(int oldfd, int newfd)
+{
+    if (oldfd != newfd)
+        forget_fd(newfd); /* dup2 closes newfd: its waiters get EBADF */
+    int fd = sp__real()->dup2(oldfd, newfd);
+    if (fd >= 0 && oldfd != newfd)
+        copy_fd(oldfd, fd);
+    return fd;
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+    if (oldfd != newfd)
+        forget_fd(newfd);
+    int fd = sp__real()->dup3(oldfd, newfd, flags);
+    if (fd >= 0)
+        copy_fd(oldfd, fd);
+    return fd;
+}
+
+/* The fd's context when we keep O_NONBLOCK set for it behind the user's
+ * back; only then do flags need translating. */
+static sp_fd_ctx_t *managed_nb(int fd)
+{
+    const sp_hook_bridge_t *b = sp__bridge();
+    sp_fd_ctx_t *c = b ? b->fd_ctx(fd) : NULL;
+    if (!c)
+        return NULL;
+    unsigned fl = atomic_load(&c->flags);
+    return (fl & SP_FD_VALID) && (fl & SP_FD_SOCKET) && (fl & SP_FD_SYS_NB) ? c : NULL;
+}
+
+static void set_user_nb(sp_fd_ctx_t *c, bool on)
+{
+    pthread_mutex_lock(&c->lock);
+    unsigned fl = atomic_load(&c->flags);
+    atomic_store(&c->flags, on ? fl | SP_FD_USER_NB : fl & ~(unsigned)SP_FD_USER_NB);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+    const sp_real_t *r = sp__real();
+    va_list ap;
+    va_start(ap, cmd);
+    int ret;
+    switch (cmd) {
+    case F_GETFL: {
+        va_end(ap);
+        ret = r->fcntl(fd, cmd);
+        sp_fd_ctx_t *c = ret >= 0 ? managed_nb(fd) : NULL;
+        if (c && !(atomic_load(&c->flags) & SP_FD_USER_NB))
+            ret &= ~O_NONBLOCK;
+        return ret;
+    }
+    case F_SETFL: {
+        int fl = va_arg(ap, int);
+        va_end(ap);
+        sp_fd_ctx_t *c = managed_nb(fd);
+        ret = r->fcntl(fd, cmd, c ? fl | O_NONBLOCK : fl);
+        if (ret == 0 && c)
+            set_user_nb(c, fl & O_NONBLOCK);
+        return ret;
+    }
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC: {
+        int min = va_arg(ap, int);
+        va_end(ap);
+        ret = r->fcntl(fd, cmd, min);
+        if (ret >= 0) {
+            forget_fd(ret);
+            copy_fd(fd, ret);
+        }
+        return ret;
+    }
+    case F_GETFD:
+    case F_GETOWN:
+    case F_GETSIG:
+    case F_GETLEASE:
+    case F_GETPIPE_SZ:
+    case F_GET_SEALS:
+        va_end(ap);
+        return r->fcntl(fd, cmd);
+    case F_SETFD:
+    case F_SETOWN:
+    case F_SETSIG:
+    case F_SETLEASE:
+    case F_NOTIFY:
+    case F_SETPIPE_SZ:
+    case F_ADD_SEALS: {
+        int v = va_arg(ap, int);
+        va_end(ap);
+        return r->fcntl(fd, cmd, v);
+    }
+    default: { /* the rest take a pointer (locks, owner_ex, hints) */
+        void *p = va_arg(ap, void *);
+        va_end(ap);
+        return r->fcntl(fd, cmd, p);
+    }
+    }
+}
+
+int ioctl(int fd, unsigned long request, ...)
+{
+    va_list ap;
+    va_start(ap, request);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    sp_fd_ctx_t *c = request == FIONBIO ? managed_nb(fd) : NULL;
+    if (c && arg) {
+        /* Keep the kernel side non-blocking; record what the user wants
+         * (sylar made the socket really blocking here and stalled the
+         * worker). */
+        set_user_nb(c, *(int *)arg != 0);
+        return 0;
+    }
+    return sp__real()->ioctl(fd, request, arg);
+}
+
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+    return sp__real()->getsockopt(fd, level, name, val, len);
+}
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    int ret = sp__real()->setsockopt(fd, level, name, val, len);
+    const sp_hook_bridge_t *b = sp__bridge();
+    if (ret == 0 && b && level == SOL_SOCKET &&
+        (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
+        len >= sizeof(struct timeval)) {
+        /* The kernel keeps the value for getsockopt; we keep it as the
+         * timeout of hooked waits (0 means none, as for the kernel). */
+        const struct timeval *tv = val;
+        int64_t us = (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
+        sp_fd_ctx_t *c = b->fd_ctx(fd);
+        if (c)
+            atomic_store(name == SO_RCVTIMEO ? &c->rcv_timeout_us
+                                             : &c->snd_timeout_us,
+                         us > 0 ? us : -1);
+    }
+    return ret;
+}

@@ -1,0 +1,194 @@
+/* Calls that only wait: the sleep family parks on a timer; poll and select
+ * park until one of their fds is ready or the timeout ends, then let the
+ * kernel fill in the answer with a zero-timeout call, so the result is
+ * exactly what the kernel says; getaddrinfo runs on a helper thread. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hook_internal.h"
+
+static int sleep_ns(const sp_hook_bridge_t *b, uint64_t ns)
+{
+    /* Round up: a sleep never ends early (sylar turned usleep(500) into a
+     * 0 ms timer). */
+    int rc = b->sleep_us((ns + 999) / 1000);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+unsigned sleep(unsigned seconds)
+{
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->sleep(seconds);
+    return sleep_ns(b, (uint64_t)seconds * 1000000000u) == 0 ? 0 : seconds;
+}
+
+int usleep(useconds_t usec)
+{
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->usleep(usec);
+    return sleep_ns(b, (uint64_t)usec * 1000);
+}
+
+int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->nanosleep(req, rem);
+    if (!req || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* A fiber's sleep is not cut short by signals, so on success, as for
+     * the kernel, *rem is left alone. */
+    return sleep_ns(b, (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec);
+}
+
+static int remaining_ms(uint64_t deadline)
+{
+    if (!deadline)
+        return -1;
+    uint64_t now = sp__hook_now_ns();
+    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* Park until one of fds is ready or the deadline passes. 0, or -1 + errno
+ * for a failure the caller should report. */
+static int wait_fds(const sp_hook_bridge_t *b, const struct pollfd *fds,
+                    nfds_t n, uint64_t deadline)
+{
+    sp_io_want_t wants[SP_IO_WAIT_MAX];
+    int k = 0;
+    for (nfds_t i = 0; i < n && k < SP_IO_WAIT_MAX; i++) {
+        int ev = 0;
+        if (fds[i].events & (POLLIN | POLLPRI | POLLRDHUP))
+            ev |= SP_IO_READ;
+        if (fds[i].events & POLLOUT)
+            ev |= SP_IO_WRITE;
+        if (fds[i].fd >= 0 && ev)
+            wants[k++] = (sp_io_want_t){fds[i].fd, ev};
+    }
+    /* More fds than one wait can watch: look again every millisecond. */
+    int64_t timeout_us = n > SP_IO_WAIT_MAX ? 1000 : -1;
+    if (deadline) {
+        uint64_t now = sp__hook_now_ns();
+        int64_t left = now >= deadline ? 0 : (int64_t)((deadline - now + 999) / 1000);
+        if (timeout_us < 0 || left < timeout_us)
+            timeout_us = left;
+    }
+    int rc = k ? b->wait_any(wants, k, timeout_us) : b->sleep_us((uint64_t)timeout_us);
+    if (rc == -EEXIST) /* another fiber waits on one of them: poll again */
+        rc = b->sleep_us(1000);
+    if (rc < 0 && rc != -ETIMEDOUT && rc != -ECANCELED && rc != -EBADF) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    const sp_real_t *r = sp__real();
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b || timeout == 0)
+        return r->poll(fds, n, timeout);
+    uint64_t deadline = sp__hook_deadline(timeout < 0 ? -1 : (int64_t)timeout * 1000);
+    for (;;) {
+        int ready = r->poll(fds, n, 0);
+        if (ready != 0 || remaining_ms(deadline) == 0)
+            return ready;
+        if (wait_fds(b, fds, n, deadline) < 0)
+            return -1;
+    }
+}
+
+static void copy_sets(fd_set *dst[3], fd_set *const src[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (src[i])
+            *dst[i] = *src[i];
+}
+
+int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+    const sp_real_t *r = sp__real();
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b || (tv && tv->tv_sec == 0 && tv->tv_usec == 0) || nfds < 0 ||
+        nfds > FD_SETSIZE)
+        return r->select(nfds, rd, wr, ex, tv);
+    if (tv && (tv->tv_sec < 0 || tv->tv_usec < 0)) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint64_t deadline = sp__hook_deadline(
+        tv ? (int64_t)tv->tv_sec * 1000000 + tv->tv_usec : -1);
+    fd_set want[3];
+    fd_set *const user[3] = {rd, wr, ex};
+    fd_set *const mine[3] = {&want[0], &want[1], &want[2]};
+    copy_sets((fd_set **)mine, user);
+    struct pollfd pfd[FD_SETSIZE];
+    nfds_t n = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |
+                           (wr && FD_ISSET(fd, wr) ? POLLOUT : 0) |
+                           (ex && FD_ISSET(fd, ex) ? POLLPRI : 0));
+        if (ev)
+            pfd[n++] = (struct pollfd){.fd = fd, .events = ev};
+    }
+    for (;;) {
+        struct timeval zero = {0, 0};
+        copy_sets((fd_set **)user, mine);
+        int ready = r->select(nfds, rd, wr, ex, &zero);
+        int left = remaining_ms(deadline);
+        if (ready != 0 || left == 0) {
+            if (tv) { /* Linux reports the time not slept */
+                uint64_t now = sp__hook_now_ns();
+                uint64_t rest = deadline > now ? deadline - now : 0;
+                tv->tv_sec = (time_t)(rest / 1000000000u);
+                tv->tv_usec = (suseconds_t)(rest % 1000000000u / 1000);
+            }
+            return ready;
+        }
+        if (wait_fds(b, pfd, n, deadline) < 0)
+            return -1;
+    }
+}
+
+typedef struct gai_call {
+    const char *node, *service;
+    const struct addrinfo *hints;
+    struct addrinfo **res;
+    int ret;
+    int err;
+} gai_call_t;
+
+static void run_gai(void *p)
+{
+    gai_call_t *c = p;
+    c->ret = sp__real()->getaddrinfo(c->node, c->service, c->hints, c->res);
+    c->err = errno;
+}
+
+int getaddrinfo(const char *node, const char *service,
+                const struct addrinfo *hints, struct addrinfo **res)
+{
+    const sp_hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->getaddrinfo(node, service, hints, res);
+    /* On a helper thread: resolver state is per thread there, and a slow
+     * DNS answer never stalls this worker. */
+    gai_call_t c = {node, service, hints, res, EAI_SYSTEM, 0};
+    int rc = b->run_blocking(run_gai, &c);
+    if (rc < 0) {
+        errno = -rc;
+        return EAI_SYSTEM;
+    }
+    errno = c.err;
+    return c.ret;
+}
