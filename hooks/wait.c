@@ -108,10 +108,11 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
     }
 }
 
-static void copy_sets(fd_set *dst[3], fd_set *const src[3])
+/* Copy the sets the caller passed (NULL ones stay NULL on both sides). */
+static void copy_sets(fd_set *const dst[3], fd_set *const src[3])
 {
     for (int i = 0; i < 3; i++)
-        if (src[i])
+        if (dst[i] && src[i])
             *dst[i] = *src[i];
 }
 
@@ -131,7 +132,7 @@ int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
     fd_set want[3];
     fd_set *const user[3] = {rd, wr, ex};
     fd_set *const mine[3] = {&want[0], &want[1], &want[2]};
-    copy_sets((fd_set **)mine, user);
+    copy_sets(mine, user);
     struct pollfd pfd[FD_SETSIZE];
     nfds_t n = 0;
     for (int fd = 0; fd < nfds; fd++) {
@@ -143,7 +144,7 @@ int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
     }
     for (;;) {
         struct timeval zero = {0, 0};
-        copy_sets((fd_set **)user, mine);
+        copy_sets(user, mine);
         int ready = r->select(nfds, rd, wr, ex, &zero);
         int left = remaining_ms(deadline);
         if (ready != 0 || left == 0) {
