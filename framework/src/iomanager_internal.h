@@ -1,7 +1,38 @@
-/* Internal: limits of the IOManager shared with the hook layer. */
+/* Internal: the IOManager object, shared by iomanager.c (workers, loops,
+ * timers) and io_event.c (fd events). */
 #ifndef SP_IOMANAGER_INTERNAL_H
 #define SP_IOMANAGER_INTERNAL_H
 
+#include <ev.h>
+#include <stdatomic.h>
+
+#include "scheduler_internal.h"
 #include "spindle/iomanager.h"
+#include "timer_internal.h"
+
+struct sp_io_watch;
+
+typedef struct iom_worker {
+    struct ev_loop *loop;
+    int pipe_rd, pipe_wr;
+    ev_io pipe_io;
+    ev_timer wake_timer;
+    _Atomic(struct sp_io_watch *) inbox; /* watches for the owner to act on */
+    sp_timer_heap_t timers;
+} iom_worker_t;
+
+struct sp_iomanager {
+    sp_scheduler_t s; /* first: an IOManager is a scheduler */
+    iom_worker_t *w;
+    pthread_mutex_t watches_lock;
+    struct sp_io_watch *watches; /* every watch, to free them at the end */
+};
+
+/* Wake `worker` if it sleeps, after something was left for it. */
+void sp__iom_kick(sp_iomanager_t *io, int worker);
+/* After stop: take every watch of io off its fd and free it. */
+void sp__io_forget_all(sp_iomanager_t *io);
+/* On the worker's thread: act on everything in its inbox. */
+void sp__io_drain_inbox(sp_iomanager_t *io, int worker);
 
 #endif

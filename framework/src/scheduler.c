@@ -89,20 +89,24 @@ static bool try_claim(sp_worker_t *w)
 }
 
 /* After a push to `target`: wake it if it sleeps; for a stealable task,
- * otherwise wake some other sleeping worker to steal it. */
+ * otherwise wake some other sleeping worker to steal it. A worker never
+ * tickles itself: if it pushed from inside its own idle (an event
+ * callback), it looks at its queues as soon as that returns. */
 static void notify(sp_scheduler_t *s, int target, bool bound)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    if (try_claim(&s->workers[target])) {
+    sp_worker_t *self = sp__sched_self(s);
+    sp_worker_t *t = &s->workers[target];
+    if (t != self && try_claim(t)) {
         s->ops.tickle(s, target);
         return;
     }
     if (bound)
         return;
     for (int k = 1; k < s->nworkers; k++) {
-        int i = (target + k) % s->nworkers;
-        if (try_claim(&s->workers[i])) {
-            s->ops.tickle(s, i);
+        sp_worker_t *w = &s->workers[(target + k) % s->nworkers];
+        if (w != self && try_claim(w)) {
+            s->ops.tickle(s, w->index);
             return;
         }
     }

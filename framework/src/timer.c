@@ -135,6 +135,7 @@ static void heap_remove(sp_timer_heap_t *h, uint32_t slot)
 {
     uint32_t pos = h->slots[slot].heap_pos;
     uint32_t last = h->heap[--h->nheap];
+    atomic_store_explicit(&h->armed, h->nheap, memory_order_relaxed);
     h->slots[slot].heap_pos = NO_SLOT;
     if (pos == h->nheap)
         return;
@@ -233,6 +234,10 @@ void sp__timer_heap_fini(sp_timer_heap_t *h)
 
 int64_t sp__timer_heap_next(sp_timer_heap_t *h)
 {
+    /* Only the owner adds inline timers; others add under the lock and then
+     * kick the owner, so a stale zero here is followed by a wake-up. */
+    if (!atomic_load_explicit(&h->armed, memory_order_relaxed))
+        return -1;
     pthread_mutex_lock(&h->lock);
     int64_t d = -1;
     if (h->nheap) {
@@ -293,6 +298,8 @@ void sp__timer_heap_expire(sp_timer_heap_t *h)
 {
     due_t due[EXPIRE_BATCH];
     size_t n;
+    if (!atomic_load_explicit(&h->armed, memory_order_relaxed))
+        return;
     do {
         n = 0;
         pthread_mutex_lock(&h->lock);
@@ -360,6 +367,7 @@ static int add_locked(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
     s->recurring = recurring;
     s->inline_cb = inline_cb;
     place(h, h->nheap++, slot);
+    atomic_store_explicit(&h->armed, h->nheap, memory_order_relaxed);
     sift_up(h, h->nheap - 1);
     *first = h->heap[0] == slot;
     if (id)

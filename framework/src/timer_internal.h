@@ -5,6 +5,7 @@
 #define SP_TIMER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ typedef struct sp_timer_heap {
     uint32_t free_head; /* UINT32_MAX = none */
     uint32_t *heap;     /* slot indices, min-heap by (deadline, seq) */
     uint32_t nheap;
+    _Atomic uint32_t armed; /* nheap, readable without the lock */
     uint64_t seq;
     struct sp_scheduler *sched;
     int worker;

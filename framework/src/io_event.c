@@ -1,0 +1,454 @@
+/* fd events: the waits and callbacks armed on fds.
+ *
+ * A watch is a libev ev_io for one fd and direction, kept in the fd's
+ * context. It belongs to one worker, its owner: only the owner's thread
+ * starts, stops or frees it, so no loop is touched by two threads. A watch
+ * is "armed" while a fiber's waiter or a callback is attached, "idle"
+ * otherwise. A watch stays started after it fires, so a fiber that reads,
+ * answers and waits again on the same fd costs no epoll_ctl; an idle watch
+ * that fires is stopped then (level-triggered epoll would fire it again),
+ * and started again by the next wait.
+ *
+ * Any thread may take the waiter or callback off a watch (ready, cancel,
+ * delete, close) under the fd's lock and deliver it after unlocking: a
+ * waiting fiber is woken (it resumes on the worker it runs on; fibers do
+ * not migrate), a callback is scheduled as a task. Requests for the owner
+ * (start a watch armed from another thread; free a watch whose fd closed or
+ * moved to another worker) go through the owner's inbox.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "fd_table.h"
+#include "iomanager_internal.h"
+
+typedef struct sp_io_watch {
+    ev_io io; /* first: libev hands this pointer to on_ready */
+    struct sp_io_watch *next; /* inbox link */
+    struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
+    sp_fd_ctx_t *ctx;
+    sp_iomanager_t *iom;
+    int dir, owner;
+    /* Guarded by ctx->lock. */
+    sp_waiter_t *waiter; /* armed by a fiber, or */
+    sp_io_fn fn;         /* armed with a callback, or neither: idle */
+    void *arg;
+    uint32_t seq;  /* numbers each arming */
+    bool queued;   /* in the owner's inbox */
+    bool retired;  /* no longer its fd's watch: the owner frees it */
+    /* Owner thread only. */
+    bool started;
+} sp_io_watch_t;
+
+/* What was taken off a watch, to deliver once the lock is released. */
+typedef struct taken {
+    sp_iomanager_t *io;
+    sp_waiter_t *waiter;
+    sp_io_fn fn;
+    void *arg;
+    int result;
+    bool drop; /* deleted: no wake-up, no callback */
+} taken_t;
+
+typedef struct io_call {
+    sp_io_fn fn;
+    void *arg;
+    int result;
+} io_call_t;
+
+static bool on_owner(const sp_io_watch_t *w)
+{
+    sp_worker_t *self = sp__sched_self(&w->iom->s);
+    return self && self->index == w->owner;
+}
+
+static struct ev_loop *loop_of(const sp_io_watch_t *w)
+{
+    return w->iom->w[w->owner].loop;
+}
+
+static void inbox_push(sp_io_watch_t *w)
+{
+    _Atomic(sp_io_watch_t *) *inbox = &w->iom->w[w->owner].inbox;
+    w->queued = true;
+    w->next = atomic_load(inbox);
+    while (!atomic_compare_exchange_weak(inbox, &w->next, w))
+        ;
+}
+
+/* Lock held. Take the waiter or callback off w; false if w is idle. */
+static bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
+{
+    if (!w->waiter && !w->fn)
+        return false;
+    *out = (taken_t){w->iom, w->waiter, w->fn, w->arg, result, drop};
+    if (w->waiter) {
+        sp__waiter_promise(w->waiter, result);
+        if (drop) /* ends the wait, without a wake-up */
+            sp__waiter_deliver(w->waiter, false);
+    }
+    w->waiter = NULL;
+    w->fn = NULL;
+    return true;
+}
+
+static void run_callback(void *p)
+{
+    io_call_t c = *(io_call_t *)p;
+    free(p);
+    c.fn(c.arg, c.result);
+}
+
+static void deliver(const taken_t *t)
+{
+    if (t->waiter) {
+        if (!t->drop)
+            sp__waiter_deliver(t->waiter, true);
+        return;
+    }
+    if (!t->drop) {
+        io_call_t *c = malloc(sizeof *c);
+        if (c) {
+            *c = (io_call_t){t->fn, t->arg, t->result};
+            /* Holding the event's reference, the scheduler cannot stop. */
+            if (sp_schedule(&t->io->s, run_callback, c, SP_ANY_WORKER) != 0)
+                abort();
+        } else {
+            t->fn(t->arg, t->result); /* no memory for a task: run it here */
+        }
+    }
+    sp__sched_release(&t->io->s); /* the callback event's hold */
+}
+
+/* Lock held: w leaves its fd. Returns w if the caller, being the owner,
+ * must destroy it after unlocking; otherwise the owner's inbox has it. */
+static sp_io_watch_t *retire(sp_io_watch_t *w, bool *kick_owner)
+{
+    w->ctx->watch[w->dir] = NULL;
+    w->retired = true;
+    if (w->queued)
+        return NULL;
+    if (on_owner(w))
+        return w;
+    inbox_push(w);
+    *kick_owner = true;
+    return NULL;
+}
+
+static void track(sp_io_watch_t *w)
+{
+    sp_iomanager_t *io = w->iom;
+    pthread_mutex_lock(&io->watches_lock);
+    w->all_next = io->watches;
+    if (io->watches)
+        io->watches->all_prev = w;
+    io->watches = w;
+    pthread_mutex_unlock(&io->watches_lock);
+}
+
+static void untrack(sp_io_watch_t *w)
+{
+    sp_iomanager_t *io = w->iom;
+    pthread_mutex_lock(&io->watches_lock);
+    if (w->all_prev)
+        w->all_prev->all_next = w->all_next;
+    else
+        io->watches = w->all_next;
+    if (w->all_next)
+        w->all_next->all_prev = w->all_prev;
+    pthread_mutex_unlock(&io->watches_lock);
+}
+
+static void destroy(sp_io_watch_t *w)
+{
+    if (w->started)
+        ev_io_stop(loop_of(w), &w->io);
+    untrack(w);
+    free(w);
+}
+
+void sp__io_forget_all(sp_iomanager_t *io)
+{
+    sp_io_watch_t *w = io->watches;
+    while (w) {
+        sp_io_watch_t *next = w->all_next;
+        pthread_mutex_lock(&w->ctx->lock);
+        if (w->ctx->watch[w->dir] == w)
+            w->ctx->watch[w->dir] = NULL;
+        pthread_mutex_unlock(&w->ctx->lock);
+        free(w);
+        w = next;
+    }
+    io->watches = NULL;
+}
+
+static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)revents;
+    sp_io_watch_t *w = (sp_io_watch_t *)io;
+    taken_t t;
+    pthread_mutex_lock(&w->ctx->lock);
+    bool got = !w->retired && take(w, 0, false, &t);
+    pthread_mutex_unlock(&w->ctx->lock);
+    if (got) {
+        deliver(&t);
+        return;
+    }
+    /* Nobody waits (or the watch is on its way out): stop it until the next
+     * wait, or level-triggered epoll reports the fd again and again. */
+    ev_io_stop(loop, io);
+    w->started = false;
+}
+
+void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
+{
+    iom_worker_t *x = &io->w[worker];
+    sp_io_watch_t *list = atomic_exchange(&x->inbox, NULL), *fifo = NULL;
+    while (list) { /* the inbox is a stack: reverse into arrival order */
+        sp_io_watch_t *next = list->next;
+        list->next = fifo;
+        fifo = list;
+        list = next;
+    }
+    while (fifo) {
+        sp_io_watch_t *w = fifo;
+        fifo = w->next;
+        pthread_mutex_lock(&w->ctx->lock);
+        w->queued = false;
+        bool retired = w->retired, armed = w->waiter || w->fn;
+        pthread_mutex_unlock(&w->ctx->lock);
+        if (retired) {
+            destroy(w);
+        } else if (armed && !w->started) {
+            ev_io_start(x->loop, &w->io);
+            w->started = true;
+        }
+    }
+}
+
+/* Arm the fd's watch of direction dir for a waiter or a callback, on
+ * worker `owner`. On success *seq numbers this arming. */
+static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
+               int dir, sp_waiter_t *waiter, sp_io_fn fn, void *arg,
+               uint32_t *seq)
+{
+    sp_io_watch_t *old = NULL;
+    bool kick_old = false, kick_owner = false;
+    int old_owner = 0;
+    pthread_mutex_lock(&ctx->lock);
+    sp_io_watch_t *w = ctx->watch[dir];
+    if (w && (w->waiter || w->fn)) {
+        pthread_mutex_unlock(&ctx->lock);
+        return -EEXIST;
+    }
+    if (w && (w->owner != owner || w->iom != io)) { /* moved elsewhere */
+        old_owner = w->owner;
+        old = retire(w, &kick_old);
+        w = NULL;
+    }
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
+            pthread_mutex_unlock(&ctx->lock);
+            return -ENOMEM;
+        }
+        ev_io_init(&w->io, on_ready, fd, dir ? EV_WRITE : EV_READ);
+        w->ctx = ctx;
+        w->iom = io;
+        w->dir = dir;
+        w->owner = owner;
+        ctx->watch[dir] = w;
+        track(w);
+    }
+    w->waiter = waiter;
+    w->fn = fn;
+    w->arg = arg;
+    w->seq = *seq = ++ctx->wait_seq[dir];
+    bool mine = on_owner(w);
+    if (!mine && !w->queued) { /* the owner starts it */
+        inbox_push(w);
+        kick_owner = true;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (old)
+        destroy(old);
+    if (kick_old)
+        sp__iom_kick(io, old_owner);
+    if (kick_owner)
+        sp__iom_kick(io, owner);
+    if (mine && !w->started) {
+        /* Started after unlocking: if it was disarmed meanwhile, it fires
+         * idle once and stops. Only this thread touches `started`. */
+        ev_io_start(loop_of(w), &w->io);
+        w->started = true;
+    }
+    return 0;
+}
+
+/* Where one arming of a wait sits, to take it back. */
+typedef struct armed {
+    sp_fd_ctx_t *ctx;
+    int dir;
+    uint32_t seq;
+} armed_t;
+
+static void withdraw(const armed_t *a, int n, const sp_waiter_t *waiter)
+{
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&a[i].ctx->lock);
+        sp_io_watch_t *w = a[i].ctx->watch[a[i].dir];
+        if (w && w->waiter == waiter && w->seq == a[i].seq)
+            w->waiter = NULL; /* stays started: the next wait reuses it */
+        pthread_mutex_unlock(&a[i].ctx->lock);
+    }
+}
+
+static void on_wait_timeout(void *waiter)
+{
+    sp__waiter_promise(waiter, -ETIMEDOUT);
+    sp__waiter_deliver(waiter, true);
+}
+
+static int check_wants(const sp_io_want_t *wants, int n)
+{
+    if (n < 0 || n > SP_IO_WAIT_MAX)
+        return -EINVAL;
+    for (int i = 0; i < n; i++)
+        if (!wants[i].events || (wants[i].events & ~(SP_IO_READ | SP_IO_WRITE)))
+            return -EINVAL;
+    return 0;
+}
+
+int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
+{
+    sp_iomanager_t *io = sp_iomanager_current();
+    if (!io || !sp_fiber_current())
+        return -EPERM;
+    int rc = check_wants(wants, n);
+    if (rc < 0)
+        return rc;
+    int owner = sp__sched_self(&io->s)->index;
+    sp_waiter_t waiter;
+    sp__waiter_init(&waiter);
+    armed_t armed[2 * SP_IO_WAIT_MAX];
+    int k = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        for (int dir = 0; dir < 2 && rc == 0; dir++) {
+            if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
+                continue;
+            sp_fd_ctx_t *ctx = sp__fd_ctx(wants[i].fd);
+            uint32_t seq = 0;
+            rc = ctx ? arm(io, owner, ctx, wants[i].fd, dir, &waiter, NULL,
+                           NULL, &seq)
+                     : -EBADF;
+            if (rc == 0)
+                armed[k++] = (armed_t){ctx, dir, seq};
+        }
+    }
+    sp_timer_id_t tid = 0;
+    if (rc == 0 && timeout_us >= 0)
+        rc = sp__timer_add_inline(&io->w[owner].timers,
+                                  (uint64_t)timeout_us * 1000,
+                                  on_wait_timeout, &waiter, &tid);
+    if (rc == 0) {
+        rc = sp__waiter_wait(&waiter);
+        /* The timer runs its callback on this thread, like this fiber: once
+         * cancel says it already fired, that callback has completed. */
+        if (tid)
+            sp_timer_cancel(io, tid);
+    }
+    withdraw(armed, k, &waiter);
+    sp__waiter_settle(&waiter);
+    return rc;
+}
+
+int sp_io_wait(int fd, int event, int64_t timeout_us)
+{
+    if (event != SP_IO_READ && event != SP_IO_WRITE)
+        return -EINVAL;
+    sp_io_want_t want = {fd, event};
+    return sp_io_wait_any(&want, 1, timeout_us);
+}
+
+int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
+{
+    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
+    if (!io || !fn || !ctx || (event != SP_IO_READ && event != SP_IO_WRITE))
+        return -EINVAL;
+    int rc = sp__sched_hold(&io->s);
+    if (rc < 0)
+        return rc;
+    sp_worker_t *self = sp__sched_self(&io->s);
+    int owner = self ? self->index
+                     : (int)(atomic_fetch_add(&io->s.rr, 1) %
+                             (unsigned)io->s.nworkers);
+    uint32_t seq;
+    rc = arm(io, owner, ctx, fd, event == SP_IO_WRITE, NULL, fn, arg, &seq);
+    if (rc < 0)
+        sp__sched_release(&io->s);
+    return rc;
+}
+
+/* Take the armed events of fd in `dirs` (bit 0 READ, bit 1 WRITE) and
+ * deliver them with `result`; with `closing` also retire the watches and
+ * forget the fd. Returns how many were armed. */
+static int end_events(int fd, unsigned dirs, int result, bool drop,
+                      bool closing)
+{
+    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
+    if (!ctx)
+        return 0;
+    taken_t t[2];
+    bool got[2] = {false, false}, kick[2] = {false, false};
+    sp_io_watch_t *mine[2] = {NULL, NULL};
+    sp_iomanager_t *ios[2] = {NULL, NULL};
+    int owners[2] = {0, 0};
+    pthread_mutex_lock(&ctx->lock);
+    for (int dir = 0; dir < 2; dir++) {
+        sp_io_watch_t *w = ctx->watch[dir];
+        if (!(dirs & (1u << dir)) || !w)
+            continue;
+        got[dir] = take(w, result, drop, &t[dir]);
+        if (closing) {
+            ios[dir] = w->iom;
+            owners[dir] = w->owner;
+            mine[dir] = retire(w, &kick[dir]);
+        }
+    }
+    if (closing)
+        sp__fd_ctx_forget(ctx);
+    pthread_mutex_unlock(&ctx->lock);
+    for (int dir = 0; dir < 2; dir++) {
+        if (got[dir])
+            deliver(&t[dir]);
+        if (mine[dir])
+            destroy(mine[dir]);
+        if (kick[dir])
+            sp__iom_kick(ios[dir], owners[dir]);
+    }
+    return got[0] + got[1];
+}
+
+int sp_io_del(int fd, int event)
+{
+    if (event != SP_IO_READ && event != SP_IO_WRITE)
+        return -EINVAL;
+    return end_events(fd, event, -EINTR, true, false) ? 0 : -ENOENT;
+}
+
+int sp_io_cancel(int fd, int event)
+{
+    if (event != SP_IO_READ && event != SP_IO_WRITE)
+        return -EINVAL;
+    return end_events(fd, event, -ECANCELED, false, false) ? 0 : -ENOENT;
+}
+
+int sp_io_cancel_all(int fd)
+{
+    return end_events(fd, 3, -ECANCELED, false, false);
+}
+
+int sp_io_close_fd(int fd)
+{
+    return end_events(fd, 3, -EBADF, false, true);
+}
