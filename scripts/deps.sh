@@ -7,9 +7,15 @@
 set -euo pipefail
 
 core=(cmake make gcc pkg-config libev-dev libhttp-parser-dev check libyaml-dev
-      valgrind curl python3 netcat-openbsd)
+      valgrind curl python3 netcat-openbsd
+      libhiredis-dev libcurl4-openssl-dev redis-server)
 bench=(libboost-context-dev g++ wrk)
-cross=(gcc-aarch64-linux-gnu qemu-user libc6-dev-arm64-cross check:arm64)
+# arm64 libraries come as multiarch packages. libhttp-parser-dev is not
+# Multi-Arch: same (its :arm64 would replace the native one), so only its
+# runtime is installed; scripts/aarch64-toolchain.cmake links to it for the
+# linker, and the header in /usr/include serves both architectures.
+cross=(gcc-aarch64-linux-gnu qemu-user libc6-dev-arm64-cross file check:arm64
+       libev-dev:arm64 libyaml-dev:arm64 libhttp-parser2.9:arm64)
 
 want=("${core[@]}")
 for group in "$@"; do

@@ -1,0 +1,53 @@
+/* Real client libraries on one spindle worker: N fibers each make one
+ * request with the synchronous API of hiredis or libcurl, and the hooks turn
+ * their blocking calls into parks, so the requests overlap in time.
+ *
+ * Shared by spindle-hook-clients (apps/hook_clients/main.c) and
+ * tests/test_real_clients.c. */
+#ifndef HOOK_CLIENTS_H
+#define HOOK_CLIENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What one run of N fibers did. */
+typedef struct hc_result {
+    int fibers;        /* fibers started */
+    int ok;            /* fibers that got the expected answer */
+    bool hooked;       /* hooks were present (linked or preloaded) */
+    uint64_t wall_ns;  /* first fiber scheduled .. IOManager stopped */
+    uint64_t min_ns;   /* fastest single request, as its fiber saw it */
+    uint64_t max_ns;   /* slowest single request */
+    char error[200];   /* the first failure, "" when none */
+} hc_result_t;
+
+/* `fibers` fibers on a one-worker IOManager; each does redisConnect(host,
+ * port) and BLPOP on a key of its own with a timeout of block_ms, which
+ * redis answers with nil after block_ms without blocking other clients.
+ * 0, or -errno when the IOManager could not run them (see out->error). */
+int hc_redis_run(const char *host, int port, int fibers, int block_ms,
+                 hc_result_t *out);
+
+/* `fibers` fibers on a one-worker IOManager; each does curl_easy_perform of
+ * url (CURLOPT_NOSIGNAL, no proxy) and expects HTTP 200. Calls
+ * curl_global_init the first time. 0 or -errno as above. */
+int hc_curl_run(const char *url, int fibers, hc_result_t *out);
+
+/* A local HTTP server for the curl demo: on 127.0.0.1, a free port, one
+ * plain thread per connection (not a fiber), each answering "200 ok" after
+ * delay_ms, so many requests are served at the same time. */
+typedef struct hc_http_server hc_http_server_t;
+
+/* NULL + errno on failure. */
+hc_http_server_t *hc_http_server_start(int delay_ms);
+int hc_http_server_port(const hc_http_server_t *s);
+/* Responses sent so far, and the most connections served at once. */
+void hc_http_server_counts(hc_http_server_t *s, unsigned long *served,
+                           int *peak);
+/* Stop accepting, wait (bounded) for the connections in flight, free. */
+void hc_http_server_stop(hc_http_server_t *s);
+
+/* Milliseconds, for printing. */
+double hc_ms(uint64_t ns);
+
+#endif

@@ -1,0 +1,463 @@
+/* TCP server: acceptor fibers and one fiber per connection.
+ *
+ * The acceptors wait with sp_io_wait on non-blocking listening sockets, so
+ * the server works in every flavour of the library; the handlers use plain
+ * read/write, which the hooks make cooperative. `live` counts acceptors
+ * and connection handlers; stop() waits for it to reach zero.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fd_table.h"
+#include "iomanager_internal.h"
+#include "spindle/tcp_server.h"
+#include "spindle/timer.h"
+
+enum { MAX_ADDRS = 16 };
+#define BACKOFF_MIN_US 1000
+#define BACKOFF_MAX_US 1000000
+
+typedef struct conn {
+    struct conn *prev, *next;
+    sp_tcp_server_t *srv;
+    int fd;
+    sp_addr_t peer;
+} conn_t;
+
+typedef struct acceptor {
+    sp_tcp_server_t *srv;
+    int fd;
+    int stop_fd; /* eventfd made readable by stop(): ends the acceptor's wait */
+} acceptor_t;
+
+struct sp_tcp_server {
+    sp_iomanager_t *io;
+    sp_conn_fn fn;
+    void *arg;
+    sp_tcp_server_opts_t opts;
+    int naddrs;
+    sp_addr_t addrs[MAX_ADDRS];
+    acceptor_t *acceptors;
+    int nacceptors;
+    _Atomic int spare_fd; /* given up to shed a connection on EMFILE */
+    _Atomic bool stopping;
+    _Atomic uint64_t accepted, active, refused;
+    bool started;
+    pthread_mutex_t lock; /* conns, live, waiters */
+    pthread_cond_t drained;
+    conn_t *conns;
+    int live;
+    sp_waiter_t *stop_waiter; /* a fiber in stop() */
+};
+
+sp_tcp_server_t *sp_tcp_server_create(sp_iomanager_t *io, sp_conn_fn fn,
+                                      void *arg,
+                                      const sp_tcp_server_opts_t *opts)
+{
+    if (!io || !fn) {
+        errno = EINVAL;
+        return NULL;
+    }
+    sp_tcp_server_t *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    srv->io = io;
+    srv->fn = fn;
+    srv->arg = arg;
+    if (opts)
+        srv->opts = *opts;
+    atomic_init(&srv->spare_fd, -1);
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* deadlines below */
+    pthread_cond_init(&srv->drained, &ca);
+    pthread_condattr_destroy(&ca);
+    return srv;
+}
+
+int sp_tcp_server_listen(sp_tcp_server_t *srv, const sp_addr_t *addr)
+{
+    if (srv->started)
+        return -EALREADY;
+    if (srv->naddrs == MAX_ADDRS)
+        return -ENOSPC;
+    srv->addrs[srv->naddrs++] = *addr;
+    return 0;
+}
+
+int sp_tcp_server_naddrs(const sp_tcp_server_t *srv)
+{
+    return srv->naddrs;
+}
+
+int sp_tcp_server_addr(const sp_tcp_server_t *srv, int i, sp_addr_t *out)
+{
+    if (i < 0 || i >= srv->naddrs)
+        return -EINVAL;
+    *out = srv->addrs[i];
+    return 0;
+}
+
+void sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out)
+{
+    out->accepted = atomic_load(&srv->accepted);
+    out->active = atomic_load(&srv->active);
+    out->refused = atomic_load(&srv->refused);
+}
+
+/* ---- live count and waiting for it -------------------------------------- */
+
+static void live_add(sp_tcp_server_t *srv)
+{
+    pthread_mutex_lock(&srv->lock);
+    srv->live++;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void live_done(sp_tcp_server_t *srv)
+{
+    sp_waiter_t *w = NULL;
+    pthread_mutex_lock(&srv->lock);
+    if (--srv->live == 0) {
+        pthread_cond_broadcast(&srv->drained);
+        w = srv->stop_waiter;
+        srv->stop_waiter = NULL;
+        if (w)
+            sp__waiter_promise(w, 0);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    if (w)
+        sp__waiter_deliver(w, true);
+}
+
+static void on_drain_deadline(void *waiter)
+{
+    sp__waiter_promise(waiter, -ETIMEDOUT);
+    sp__waiter_deliver(waiter, true);
+}
+
+/* Fiber side of wait_drained: park until live == 0 or the deadline. */
+static int wait_drained_fiber(sp_tcp_server_t *srv, int64_t timeout_us)
+{
+    sp_iomanager_t *io = sp_iomanager_current();
+    sp_waiter_t w;
+    sp__waiter_init(&w);
+    pthread_mutex_lock(&srv->lock);
+    if (srv->live == 0) {
+        pthread_mutex_unlock(&srv->lock);
+        return 0;
+    }
+    srv->stop_waiter = &w;
+    pthread_mutex_unlock(&srv->lock);
+    sp_timer_id_t tid = 0;
+    if (timeout_us >= 0) {
+        sp_worker_t *self = sp__sched_self(&io->s);
+        if (sp__timer_add_inline(&io->w[self->index].timers,
+                                 (uint64_t)timeout_us * 1000,
+                                 on_drain_deadline, &w, &tid) < 0)
+            tid = 0; /* no timer: wait without a deadline */
+    }
+    int rc = sp__waiter_wait(&w);
+    if (tid)
+        sp_timer_cancel(io, tid);
+    pthread_mutex_lock(&srv->lock);
+    if (srv->stop_waiter == &w)
+        srv->stop_waiter = NULL;
+    pthread_mutex_unlock(&srv->lock);
+    sp__waiter_settle(&w);
+    return rc;
+}
+
+/* Wait until every acceptor and handler is done, or timeout_us (< 0:
+ * forever). 0 or -ETIMEDOUT. */
+static int wait_drained(sp_tcp_server_t *srv, int64_t timeout_us)
+{
+    if (sp_iomanager_current() && sp_fiber_current())
+        return wait_drained_fiber(srv, timeout_us);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    if (timeout_us >= 0) {
+        until.tv_sec += (time_t)(timeout_us / 1000000);
+        until.tv_nsec += (long)(timeout_us % 1000000) * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    int rc = 0;
+    pthread_mutex_lock(&srv->lock);
+    while (srv->live > 0 && rc == 0)
+        rc = timeout_us < 0 ? pthread_cond_wait(&srv->drained, &srv->lock)
+                            : pthread_cond_timedwait(&srv->drained, &srv->lock, &until);
+    int live = srv->live;
+    pthread_mutex_unlock(&srv->lock);
+    return live ? -ETIMEDOUT : 0;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void unlink_conn(sp_tcp_server_t *srv, conn_t *c)
+{
+    pthread_mutex_lock(&srv->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void conn_main(void *p)
+{
+    conn_t *c = p;
+    sp_tcp_server_t *srv = c->srv;
+    if (srv->opts.nodelay)
+        sp_set_nodelay(c->fd, true);
+    srv->fn(c->fd, &c->peer, srv->arg);
+    unlink_conn(srv, c);
+    close(c->fd); /* off the list first: stop() never sees a reused fd */
+    free(c);
+    atomic_fetch_sub(&srv->active, 1);
+    live_done(srv);
+}
+
+/* The socket is non-blocking underneath; tell the hooks the user sees a
+ * blocking socket, as accept(2) would give. */
+static void mark_blocking_view(int fd)
+{
+    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
+    if (!ctx)
+        return;
+    pthread_mutex_lock(&ctx->lock);
+    sp__fd_ctx_forget(ctx);
+    atomic_store(&ctx->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
+{
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->srv = srv;
+    c->fd = fd;
+    c->peer = *peer;
+    mark_blocking_view(fd);
+    pthread_mutex_lock(&srv->lock);
+    srv->live++;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    pthread_mutex_unlock(&srv->lock);
+    atomic_fetch_add(&srv->active, 1);
+    atomic_fetch_add(&srv->accepted, 1);
+    sp_scheduler_t *s = sp_iomanager_scheduler(srv->io);
+    int rc;
+    if (srv->opts.stack_size) {
+        sp_fiber_t *f = sp_fiber_create(conn_main, c, srv->opts.stack_size, "conn");
+        rc = f ? sp_schedule_fiber(s, f, SP_ANY_WORKER) : -errno;
+        if (rc < 0)
+            sp_fiber_destroy(f);
+    } else {
+        rc = sp_schedule(s, conn_main, c, SP_ANY_WORKER);
+    }
+    if (rc < 0) { /* undo: as if the handler returned at once */
+        unlink_conn(srv, c);
+        free(c);
+        atomic_fetch_sub(&srv->active, 1);
+        atomic_fetch_sub(&srv->accepted, 1);
+        live_done(srv);
+    }
+    return rc;
+}
+
+/* ---- accepting ---------------------------------------------------------- */
+
+/* Out of fds: give up the spare to accept and close one pending connection,
+ * so its client hears about it instead of hanging in the backlog. True if
+ * one was shed. */
+static bool shed_one(sp_tcp_server_t *srv, int lfd)
+{
+    int spare = atomic_exchange(&srv->spare_fd, -1);
+    if (spare < 0)
+        return false;
+    close(spare);
+    int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c >= 0) {
+        atomic_fetch_add(&srv->refused, 1);
+        close(c);
+    }
+    atomic_store(&srv->spare_fd, open("/dev/null", O_RDONLY | O_CLOEXEC));
+    return c >= 0;
+}
+
+static void acceptor_main(void *p)
+{
+    acceptor_t *a = p;
+    sp_tcp_server_t *srv = a->srv;
+    uint64_t backoff = 0;
+    while (!atomic_load(&srv->stopping)) {
+        sp_addr_t peer;
+        peer.len = sizeof peer.ss;
+        int fd = accept4(a->fd, (struct sockaddr *)&peer.ss, &peer.len,
+                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            backoff = 0;
+            uint64_t max = (uint64_t)srv->opts.max_conns;
+            if ((max && atomic_load(&srv->active) >= max) ||
+                start_conn(srv, fd, &peer) < 0) {
+                atomic_fetch_add(&srv->refused, 1); /* before the client sees it */
+                close(fd);
+            }
+            continue;
+        }
+        switch (errno) {
+        case EAGAIN: {
+            sp_io_want_t w[2] = {{a->fd, SP_IO_READ}, {a->stop_fd, SP_IO_READ}};
+            if (sp_io_wait_any(w, 2, -1) == -EBADF)
+                goto out;
+            break;
+        }
+        case EMFILE:
+        case ENFILE:
+        case ENOBUFS:
+        case ENOMEM:
+            if (shed_one(srv, a->fd)) { /* progress: no need to wait */
+                backoff = 0;
+                break;
+            }
+            backoff = backoff ? backoff * 2 : BACKOFF_MIN_US;
+            if (backoff > BACKOFF_MAX_US)
+                backoff = BACKOFF_MAX_US;
+            sp_sleep_us(backoff);
+            break;
+        case EINVAL:
+        case EBADF:
+            goto out;
+        default: /* ECONNABORTED, EPROTO, EPERM...: that client only */
+            break;
+        }
+    }
+out:
+    live_done(srv);
+}
+
+/* Listening sockets: per address, one per worker with SO_REUSEPORT (port 0
+ * is resolved by the first bind and reused by the rest), else one. */
+static int open_listeners(sp_tcp_server_t *srv)
+{
+    int per = srv->opts.no_reuseport ? 1 : sp_scheduler_threads(sp_iomanager_scheduler(srv->io));
+    srv->acceptors = calloc((size_t)(srv->naddrs * per), sizeof *srv->acceptors);
+    if (!srv->acceptors)
+        return -ENOMEM;
+    sp_listen_opts_t lo = {srv->opts.backlog, per > 1, true};
+    /* Unix paths have no SO_REUSEPORT: one socket each. */
+    for (int i = 0; i < srv->naddrs; i++) {
+        int n = sp_addr_family(&srv->addrs[i]) == AF_UNIX ? 1 : per;
+        for (int k = 0; k < n; k++) {
+            int fd = sp_listen(&srv->addrs[i], &lo);
+            if (fd < 0)
+                return fd;
+            int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+            if (efd < 0) {
+                int err = -errno;
+                close(fd);
+                return err;
+            }
+            srv->acceptors[srv->nacceptors++] = (acceptor_t){srv, fd, efd};
+            if (k == 0)
+                sp_addr_of_socket(fd, false, &srv->addrs[i]);
+        }
+    }
+    return 0;
+}
+
+static void close_listeners(sp_tcp_server_t *srv)
+{
+    for (int i = 0; i < srv->nacceptors; i++) {
+        close(srv->acceptors[i].fd);
+        close(srv->acceptors[i].stop_fd);
+    }
+    srv->nacceptors = 0;
+}
+
+int sp_tcp_server_start(sp_tcp_server_t *srv)
+{
+    if (srv->started)
+        return -EALREADY;
+    if (!srv->naddrs)
+        return -EDESTADDRREQ;
+    int rc = open_listeners(srv);
+    if (rc < 0) {
+        close_listeners(srv);
+        return rc;
+    }
+    atomic_store(&srv->spare_fd, open("/dev/null", O_RDONLY | O_CLOEXEC));
+    sp_scheduler_t *s = sp_iomanager_scheduler(srv->io);
+    int workers = sp_scheduler_threads(s);
+    bool spread = !srv->opts.no_reuseport;
+    for (int i = 0; i < srv->nacceptors; i++) {
+        live_add(srv);
+        rc = sp_schedule(s, acceptor_main, &srv->acceptors[i],
+                         spread ? i % workers : SP_ANY_WORKER);
+        if (rc < 0) {
+            live_done(srv);
+            return rc;
+        }
+    }
+    srv->started = true;
+    return 0;
+}
+
+int sp_tcp_server_stop(sp_tcp_server_t *srv, int64_t drain_us)
+{
+    if (!srv->started || atomic_exchange(&srv->stopping, true))
+        return -EALREADY;
+    /* Each acceptor also waits on its stop eventfd, which stays readable:
+     * it wakes whether it is waiting now or about to. The listening fds
+     * stay open (their numbers not reusable) until the acceptors are gone. */
+    for (int i = 0; i < srv->nacceptors; i++) {
+        uint64_t one = 1;
+        ssize_t w = write(srv->acceptors[i].stop_fd, &one, sizeof one);
+        (void)w; /* cannot fail: the counter is far from overflow */
+    }
+    if (wait_drained(srv, drain_us) == -ETIMEDOUT) {
+        pthread_mutex_lock(&srv->lock);
+        for (conn_t *c = srv->conns; c; c = c->next)
+            shutdown(c->fd, SHUT_RDWR); /* their reads now see EOF */
+        pthread_mutex_unlock(&srv->lock);
+        wait_drained(srv, -1);
+    }
+    close_listeners(srv);
+    int spare = atomic_exchange(&srv->spare_fd, -1);
+    if (spare >= 0)
+        close(spare);
+    return 0;
+}
+
+void sp_tcp_server_destroy(sp_tcp_server_t *srv)
+{
+    if (!srv)
+        return;
+    close_listeners(srv);
+    int spare = atomic_load(&srv->spare_fd);
+    if (spare >= 0)
+        close(spare);
+    free(srv->acceptors);
+    pthread_mutex_destroy(&srv->lock);
+    pthread_cond_destroy(&srv->drained);
+    free(srv);
+}

@@ -1,0 +1,437 @@
+/* TCP server and spindle-echo: real sockets on 127.0.0.1, ::1 and Unix
+ * paths, real clients (plain blocking sockets, nc, 1,000 client fibers). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spindle/iomanager.h>
+#include <spindle/net.h>
+#include <spindle/tcp_server.h>
+#include <spindle/timer.h>
+
+/* ---- an in-process echo server ------------------------------------------ */
+
+static void echo(int fd, const sp_addr_t *peer, void *arg)
+{
+    (void)peer;
+    (void)arg;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        if (sp_write_full(fd, buf, (size_t)n) < 0)
+            return;
+}
+
+typedef struct server {
+    sp_iomanager_t *io;
+    sp_tcp_server_t *srv;
+    sp_addr_t addr;
+} server_t;
+
+static void server_start(server_t *s, const char *where, int max_conns)
+{
+    s->io = sp_iomanager_create("srv", 2, false);
+    ck_assert_ptr_nonnull(s->io);
+    sp_tcp_server_opts_t o = {.max_conns = max_conns};
+    s->srv = sp_tcp_server_create(s->io, echo, NULL, &o);
+    ck_assert_int_eq(sp_addr_parse(where, &s->addr), 0);
+    ck_assert_int_eq(sp_tcp_server_listen(s->srv, &s->addr), 0);
+    ck_assert_int_eq(sp_iomanager_start(s->io), 0);
+    ck_assert_int_eq(sp_tcp_server_start(s->srv), 0);
+    ck_assert_int_eq(sp_tcp_server_addr(s->srv, 0, &s->addr), 0);
+}
+
+static void server_stop(server_t *s)
+{
+    ck_assert_int_eq(sp_tcp_server_stop(s->srv, 1000000), 0);
+    ck_assert_int_eq(sp_iomanager_stop(s->io), 0);
+    sp_tcp_server_destroy(s->srv);
+    sp_iomanager_destroy(s->io);
+}
+
+static int client(const sp_addr_t *a)
+{
+    int fd = socket(a->ss.ss_family, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(connect(fd, (const struct sockaddr *)&a->ss, a->len), 0);
+    return fd;
+}
+
+static void roundtrip(int fd, const char *msg)
+{
+    size_t n = strlen(msg);
+    char back[256];
+    ck_assert_int_eq(sp_write_full(fd, msg, n), (ssize_t)n);
+    ck_assert_int_eq(sp_read_full(fd, back, n), (ssize_t)n);
+    ck_assert_int_eq(memcmp(back, msg, n), 0);
+}
+
+/* ---- address parsing ---------------------------------------------------- */
+
+START_TEST(addresses_parse_and_print)
+{
+    sp_addr_t a;
+    char t[SP_ADDR_TEXT_MAX];
+    ck_assert_int_eq(sp_addr_parse("127.0.0.1:8080", &a), 0);
+    ck_assert_int_eq(sp_addr_port(&a), 8080);
+    ck_assert_int_gt(sp_addr_format(&a, t, sizeof t), 0);
+    ck_assert_str_eq(t, "127.0.0.1:8080");
+    ck_assert_int_eq(sp_addr_parse("[::1]:9", &a), 0);
+    ck_assert_int_eq(sp_addr_family(&a), AF_INET6);
+    sp_addr_format(&a, t, sizeof t);
+    ck_assert_str_eq(t, "[::1]:9");
+    ck_assert_int_eq(sp_addr_parse("unix:/tmp/x.sock", &a), 0);
+    sp_addr_format(&a, t, sizeof t);
+    ck_assert_str_eq(t, "unix:/tmp/x.sock");
+    ck_assert_int_eq(sp_addr_parse("*:80", &a), 0);
+    ck_assert_int_eq(sp_addr_parse("1.2.3.4", &a), -EINVAL);
+    ck_assert_int_eq(sp_addr_parse("1.2.3.4:99999", &a), -EINVAL);
+    ck_assert_int_eq(sp_addr_parse("::1:80", &a), -EINVAL);
+    ck_assert_int_eq(sp_addr_parse("localhost:80", &a), -EINVAL); /* no DNS */
+    ck_assert_int_eq(sp_addr_resolve("localhost:80", &a, 1), 1);
+    ck_assert_int_eq(sp_addr_port(&a), 80);
+    ck_assert_int_eq(sp_addr_format(&a, t, 4), -ENOSPC);
+}
+END_TEST
+
+/* ---- basic echo on IPv4, IPv6 and Unix ----------------------------------- */
+
+START_TEST(echo_ipv4_ipv6_unix)
+{
+    char path[64];
+    snprintf(path, sizeof path, "unix:/tmp/spindle-test-%d.sock", getpid());
+    const char *where[] = {"127.0.0.1:0", "[::1]:0", path};
+    for (int i = 0; i < 3; i++) {
+        server_t s;
+        server_start(&s, where[i], 0);
+        int fd = client(&s.addr);
+        roundtrip(fd, "hello spindle");
+        roundtrip(fd, "second message");
+        close(fd);
+        server_stop(&s);
+    }
+    unlink(path + 5);
+}
+END_TEST
+
+/* ---- 1,000 concurrent clients, every byte checked ------------------------ */
+
+enum { CLIENTS = 1000, ROUNDS = 10, MSG = 100 };
+static server_t many_srv;
+static _Atomic int clients_ok;
+static _Atomic int connected;
+
+static void client_fiber(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    int fd = sp_connect(&many_srv.addr, 5000000);
+    ck_assert_int_ge(fd, 0);
+    atomic_fetch_add(&connected, 1);
+    /* Hold every connection open at once before talking. */
+    while (atomic_load(&connected) < CLIENTS)
+        sp_sleep_us(1000);
+    char out[MSG], in[MSG];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < MSG; i++)
+            out[i] = (char)rand_r(&seed);
+        ck_assert_int_eq(sp_write_full(fd, out, MSG), MSG);
+        ck_assert_int_eq(sp_read_full(fd, in, MSG), MSG);
+        ck_assert_int_eq(memcmp(in, out, MSG), 0);
+    }
+    close(fd);
+    atomic_fetch_add(&clients_ok, 1);
+}
+
+START_TEST(thousand_concurrent_clients)
+{
+    server_start(&many_srv, "127.0.0.1:0", 0);
+    sp_iomanager_t *cio = sp_iomanager_create("clients", 2, false);
+    ck_assert_int_eq(sp_iomanager_start(cio), 0);
+    for (uintptr_t i = 0; i < CLIENTS; i++)
+        ck_assert_int_eq(sp_schedule(sp_iomanager_scheduler(cio), client_fiber,
+                                     (void *)(i + 1), SP_ANY_WORKER), 0);
+    ck_assert_int_eq(sp_iomanager_stop(cio), 0);
+    sp_iomanager_destroy(cio);
+    ck_assert_int_eq(atomic_load(&clients_ok), CLIENTS);
+    sp_tcp_server_stats_t st;
+    sp_tcp_server_stats(many_srv.srv, &st);
+    ck_assert_uint_eq(st.accepted, CLIENTS);
+    server_stop(&many_srv);
+}
+END_TEST
+
+/* ---- a 16 MiB message both ways ----------------------------------------- */
+
+enum { HUGE = 16 << 20 };
+static int huge_fd;
+static char *huge_out, *huge_in;
+
+static void huge_writer(void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(sp_write_full(huge_fd, huge_out, HUGE), HUGE);
+    shutdown(huge_fd, SHUT_WR);
+}
+
+static void huge_reader(void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(sp_read_full(huge_fd, huge_in, HUGE), HUGE);
+    char c;
+    ck_assert_int_eq(read(huge_fd, &c, 1), 0); /* then EOF: half-close works */
+}
+
+START_TEST(sixteen_mib_roundtrip_and_half_close)
+{
+    server_t s;
+    server_start(&s, "127.0.0.1:0", 0);
+    huge_out = malloc(HUGE);
+    huge_in = malloc(HUGE);
+    unsigned seed = 7;
+    for (size_t i = 0; i < HUGE; i++)
+        huge_out[i] = (char)rand_r(&seed);
+    sp_iomanager_t *cio = sp_iomanager_create("c", 1, false);
+    sp_iomanager_start(cio);
+    huge_fd = client(&s.addr);
+    sp_schedule(sp_iomanager_scheduler(cio), huge_writer, NULL, 0);
+    sp_schedule(sp_iomanager_scheduler(cio), huge_reader, NULL, 0);
+    ck_assert_int_eq(sp_iomanager_stop(cio), 0);
+    sp_iomanager_destroy(cio);
+    ck_assert_int_eq(memcmp(huge_in, huge_out, HUGE), 0);
+    close(huge_fd);
+    free(huge_out);
+    free(huge_in);
+    server_stop(&s);
+}
+END_TEST
+
+/* ---- client reset mid-message; the server keeps serving ----------------- */
+
+START_TEST(client_reset_mid_message)
+{
+    server_t s;
+    server_start(&s, "127.0.0.1:0", 0);
+    for (int i = 0; i < 20; i++) {
+        int fd = client(&s.addr);
+        char half[3000];
+        memset(half, 'r', sizeof half);
+        ck_assert_int_eq(write(fd, half, sizeof half), (ssize_t)sizeof half);
+        struct linger lg = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        close(fd); /* RST while the server may be writing back */
+    }
+    int fd = client(&s.addr);
+    roundtrip(fd, "still here");
+    close(fd);
+    server_stop(&s);
+    sp_tcp_server_stats_t st;
+    (void)st;
+}
+END_TEST
+
+/* ---- connection limit ---------------------------------------------------- */
+
+START_TEST(connection_limit_refuses)
+{
+    server_t s;
+    server_start(&s, "127.0.0.1:0", 2);
+    int a = client(&s.addr), b = client(&s.addr);
+    roundtrip(a, "a");
+    roundtrip(b, "b");
+    int c = client(&s.addr); /* accepted and closed at once */
+    char x;
+    ck_assert_int_le(read(c, &x, 1), 0);
+    sp_tcp_server_stats_t st;
+    sp_tcp_server_stats(s.srv, &st);
+    ck_assert_uint_eq(st.refused, 1);
+    ck_assert_uint_eq(st.active, 2);
+    close(a);
+    close(b);
+    close(c);
+    server_stop(&s);
+}
+END_TEST
+
+/* ---- graceful stop ------------------------------------------------------- */
+
+START_TEST(graceful_stop_with_open_connections)
+{
+    server_t s;
+    server_start(&s, "127.0.0.1:0", 0);
+    int fds[10];
+    for (int i = 0; i < 10; i++) {
+        fds[i] = client(&s.addr);
+        roundtrip(fds[i], "x");
+    }
+    uint64_t t0 = sp_now_ns();
+    /* Idle clients never finish by themselves: shut down after 200 ms. */
+    ck_assert_int_eq(sp_tcp_server_stop(s.srv, 200000), 0);
+    uint64_t took = sp_now_ns() - t0;
+    ck_assert_uint_ge(took, 200000000u);
+    for (int i = 0; i < 10; i++) {
+        char c;
+        ck_assert_int_eq(read(fds[i], &c, 1), 0); /* EOF from the server */
+        close(fds[i]);
+    }
+    /* New connections are refused now. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&s.addr.ss, s.addr.len), -1);
+    close(fd);
+    ck_assert_int_eq(sp_iomanager_stop(s.io), 0);
+    sp_tcp_server_destroy(s.srv);
+    sp_iomanager_destroy(s.io);
+}
+END_TEST
+
+/* ---- the spindle-echo program ------------------------------------------- */
+
+typedef struct proc {
+    pid_t pid;
+    int out; /* its stdout */
+    int port;
+} proc_t;
+
+/* Start spindle-echo with a file limit (0 = inherit) and read its port. */
+static void echo_start(proc_t *p, rlim_t nofile)
+{
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    p->pid = fork();
+    ck_assert_int_ge(p->pid, 0);
+    if (p->pid == 0) {
+        dup2(pipefd[1], STDOUT_FILENO);
+        close(pipefd[0]);
+        if (nofile) {
+            struct rlimit rl = {nofile, nofile};
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        execl(SPINDLE_ECHO, "spindle-echo", "--listen", "127.0.0.1:0",
+              "--workers", "2", (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    p->out = pipefd[0];
+    char line[128] = {0};
+    size_t got = 0;
+    while (got < sizeof line - 1 && !strchr(line, '\n')) {
+        ssize_t n = read(p->out, line + got, sizeof line - 1 - got);
+        ck_assert_int_gt(n, 0);
+        got += (size_t)n;
+    }
+    char *colon = strrchr(line, ':');
+    ck_assert_ptr_nonnull(colon);
+    p->port = atoi(colon + 1);
+    ck_assert_int_gt(p->port, 0);
+}
+
+static int echo_stop(proc_t *p)
+{
+    kill(p->pid, SIGTERM);
+    int status;
+    ck_assert_int_eq(waitpid(p->pid, &status, 0), p->pid);
+    close(p->out);
+    return status;
+}
+
+static sp_addr_t local(int port)
+{
+    sp_addr_t a;
+    char text[32];
+    snprintf(text, sizeof text, "127.0.0.1:%d", port);
+    ck_assert_int_eq(sp_addr_parse(text, &a), 0);
+    return a;
+}
+
+START_TEST(echo_program_with_nc)
+{
+    proc_t p;
+    echo_start(&p, 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "printf 'one\\ntwo\\n' | nc -N 127.0.0.1 %d", p.port);
+    FILE *nc = popen(cmd, "r");
+    ck_assert_ptr_nonnull(nc);
+    char out[64] = {0};
+    size_t n = fread(out, 1, sizeof out - 1, nc);
+    ck_assert_int_eq(pclose(nc), 0);
+    ck_assert_uint_eq(n, 8);
+    ck_assert_str_eq(out, "one\ntwo\n");
+    int status = echo_stop(&p);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+/* With 40 fds the server runs out after a few dozen connections: it must
+ * shed the rest, stay up, and serve again once clients go away. */
+START_TEST(echo_program_survives_emfile)
+{
+    proc_t p;
+    echo_start(&p, 40);
+    sp_addr_t a = local(p.port);
+    enum { N = 60 };
+    int fds[N], served = 0, shed = 0;
+    for (int i = 0; i < N; i++) {
+        fds[i] = client(&a);
+        char c = 'e';
+        ck_assert_int_eq(write(fds[i], &c, 1), 1);
+        struct pollfd pfd = {fds[i], POLLIN, 0};
+        ck_assert_int_eq(poll(&pfd, 1, 5000), 1); /* echoed, or closed */
+        ssize_t r = read(fds[i], &c, 1);
+        if (r == 1)
+            served++;
+        else
+            shed++;
+    }
+    ck_assert_int_gt(served, 0);
+    ck_assert_int_gt(shed, 0);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    /* The server is still there and answers again once fds are free;
+     * give it the time its back-off may need (at most 1 s). */
+    int ok = 0;
+    for (int attempt = 0; attempt < 40 && !ok; attempt++) {
+        int fd = client(&a);
+        char c = 'z';
+        write(fd, &c, 1);
+        struct pollfd pfd = {fd, POLLIN, 0};
+        ok = poll(&pfd, 1, 2000) == 1 && read(fd, &c, 1) == 1 && c == 'z';
+        close(fd);
+    }
+    ck_assert(ok);
+    int status = echo_stop(&p);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    Suite *s = suite_create("tcp_server");
+    TCase *tc = tcase_create("server");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, addresses_parse_and_print);
+    tcase_add_test(tc, echo_ipv4_ipv6_unix);
+    tcase_add_test(tc, thousand_concurrent_clients);
+    tcase_add_test(tc, sixteen_mib_roundtrip_and_half_close);
+    tcase_add_test(tc, client_reset_mid_message);
+    tcase_add_test(tc, connection_limit_refuses);
+    tcase_add_test(tc, graceful_stop_with_open_connections);
+    tcase_add_test(tc, echo_program_with_nc);
+    tcase_add_test(tc, echo_program_survives_emfile);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
