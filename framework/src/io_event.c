@@ -330,7 +330,11 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     int owner = sp__sched_self(&io->s)->index;
     sp_waiter_t waiter;
     sp__waiter_init(&waiter);
-    armed_t armed[2 * SP_IO_WAIT_MAX];
+    /* Most waits are on one fd: keep the parked stack small (it is most of
+     * an idle connection's memory) and allocate only for poll-sized sets. */
+    armed_t few[4], *armed = few;
+    if (2 * n > 4 && !(armed = malloc(sizeof *armed * 2 * (size_t)n)))
+        return -ENOMEM;
     int k = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         for (int dir = 0; dir < 2 && rc == 0; dir++) {
@@ -359,6 +363,8 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     }
     withdraw(armed, k, &waiter);
     sp__waiter_settle(&waiter);
+    if (armed != few)
+        free(armed);
     return rc;
 }
 
