@@ -57,7 +57,7 @@ sp_fd_ctx_t *sp__hook_managed(const sp_hook_bridge_t *b, int fd)
     return c;
 }
 
-void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool user_nb)
+void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb)
 {
     sp_fd_ctx_t *c = b->fd_ctx(fd);
     if (!c)
@@ -65,6 +65,7 @@ void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool user_nb)
     pthread_mutex_lock(&c->lock);
     b->fd_ctx_forget(c);
     atomic_store(&c->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB |
+                                (stream ? SP_FD_STREAM : 0) |
                                 (user_nb ? SP_FD_USER_NB : 0));
     pthread_mutex_unlock(&c->lock);
 }

@@ -23,7 +23,7 @@ sp_fd_ctx_t *sp__hook_managed(const sp_hook_bridge_t *b, int fd);
 
 /* Record a new socket fd created in a fiber as non-blocking underneath;
  * user_nb is what the user asked for. */
-void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool user_nb);
+void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb);
 
 /* Park until fd is ready for `event` or the absolute deadline (ns, 0 =
  * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as

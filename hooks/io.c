@@ -122,17 +122,51 @@ static size_t write_size(const io_call_t *c)
     }
 }
 
+static size_t read_size(const io_call_t *c)
+{
+    switch (c->op) {
+    case OP_READV: return iov_total(c->iov, c->iovcnt);
+    case OP_RECVMSG: return iov_total(c->msg->msg_iov, (int)c->msg->msg_iovlen);
+    default: return c->len;
+    }
+}
+
+/* A read on a stream socket that returned less than asked for emptied the
+ * socket's receive queue at that moment. The next read then waits for
+ * readiness first instead of paying for a read that would say EAGAIN: in a
+ * request/response loop that is one syscall fewer per message. The watch is
+ * level-triggered, so data that came meanwhile wakes the wait at once. */
+static bool wait_first(sp_fd_ctx_t *ctx)
+{
+    return atomic_load_explicit(&ctx->flags, memory_order_relaxed) & SP_FD_DRAINED &&
+           atomic_fetch_and(&ctx->flags, ~(unsigned)SP_FD_DRAINED) & SP_FD_DRAINED;
+}
+
+static void note_read(sp_fd_ctx_t *ctx, const io_call_t *c, ssize_t n)
+{
+    unsigned fl = atomic_load_explicit(&ctx->flags, memory_order_relaxed);
+    if (n > 0 && (fl & SP_FD_STREAM) && !(c->flags & MSG_PEEK) &&
+        (size_t)n < read_size(c))
+        atomic_fetch_or(&ctx->flags, SP_FD_DRAINED);
+}
+
 static ssize_t hooked(io_call_t *c)
 {
     const sp_hook_bridge_t *b = sp__hook_active();
-    sp_fd_ctx_t *ctx = b ? sp__hook_managed(b, c->fd) : NULL;
+    sp_fd_ctx_t *ctx = b && !(c->flags & MSG_DONTWAIT) ? sp__hook_managed(b, c->fd) : NULL;
     if (!ctx)
         return call_libc(c);
     bool reading = c->op <= OP_RECVMSG;
-    size_t want = reading ? 0 : write_size(c), sent = 0;
-    write_rest_t rest = {NULL, {0}};
     uint64_t deadline = 0;
     bool timed = false;
+    if (reading && wait_first(ctx)) {
+        deadline = sp__hook_deadline(atomic_load(&ctx->rcv_timeout_us));
+        timed = true;
+        if (sp__hook_wait(b, c->fd, SP_IO_READ, deadline) < 0)
+            return -1;
+    }
+    size_t want = reading ? 0 : write_size(c), sent = 0;
+    write_rest_t rest = {NULL, {0}};
     ssize_t ret;
     for (;;) {
         ssize_t n = call_libc(c);
@@ -145,6 +179,8 @@ static ssize_t hooked(io_call_t *c)
             continue;
         }
         if (n >= 0 || errno != EAGAIN) {
+            if (reading)
+                note_read(ctx, c, n);
             ret = n >= 0 ? n + (ssize_t)sent : (sent ? (ssize_t)sent : -1);
             break;
         }

@@ -18,7 +18,7 @@ int socket(int domain, int type, int protocol)
         return sp__real()->socket(domain, type, protocol);
     int fd = sp__real()->socket(domain, type | SOCK_NONBLOCK, protocol);
     if (fd >= 0)
-        sp__hook_adopt(b, fd, type & SOCK_NONBLOCK);
+        sp__hook_adopt(b, fd, (type & 0xf) == SOCK_STREAM, type & SOCK_NONBLOCK);
     return fd;
 }
 
@@ -81,7 +81,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
     for (;;) {
         int nfd = r->accept4(fd, addr, len, flags | SOCK_NONBLOCK);
         if (nfd >= 0) {
-            sp__hook_adopt(b, nfd, flags & SOCK_NONBLOCK);
+            sp__hook_adopt(b, nfd, true, flags & SOCK_NONBLOCK); /* accept: streams */
             return nfd;
         }
         if (errno != EAGAIN)

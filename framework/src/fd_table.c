@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -77,8 +78,14 @@ unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
     if (!(fl & SP_FD_VALID)) {
         struct stat st;
         fl = SP_FD_VALID;
-        if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+        if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            int type = 0;
+            socklen_t len = sizeof type;
             fl |= SP_FD_SOCKET;
+            if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+                type == SOCK_STREAM)
+                fl |= SP_FD_STREAM;
+        }
         /* Straight to the kernel: fcntl itself may be hooked. */
         int kfl = (int)syscall(SYS_fcntl, fd, F_GETFL);
         if (kfl >= 0 && (kfl & O_NONBLOCK))

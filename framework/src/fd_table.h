@@ -17,7 +17,9 @@ enum sp_fd_flag {
     SP_FD_VALID = 1,    /* the flags describe the fd that has this number */
     SP_FD_SOCKET = 2,   /* a socket: the hooks manage it */
     SP_FD_SYS_NB = 4,   /* O_NONBLOCK is set on the kernel's file */
-    SP_FD_USER_NB = 8   /* O_NONBLOCK as the user set it and sees it */
+    SP_FD_USER_NB = 8,  /* O_NONBLOCK as the user set it and sees it */
+    SP_FD_STREAM = 16,  /* a stream socket: a short read drained it */
+    SP_FD_DRAINED = 32  /* the last read was short: wait before reading */
 };
 
 typedef struct sp_fd_ctx {

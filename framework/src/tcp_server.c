@@ -35,7 +35,8 @@ typedef struct conn {
 typedef struct acceptor {
     sp_tcp_server_t *srv;
     int fd;
-    int stop_fd; /* eventfd made readable by stop(): ends the acceptor's wait */
+    int stop_fd;  /* eventfd made readable by stop(): ends the acceptor's wait */
+    int spare_fd; /* given up to shed a connection on EMFILE, or -1 */
 } acceptor_t;
 
 struct sp_tcp_server {
@@ -47,11 +48,13 @@ struct sp_tcp_server {
     sp_addr_t addrs[MAX_ADDRS];
     acceptor_t *acceptors;
     int nacceptors;
-    _Atomic int spare_fd; /* given up to shed a connection on EMFILE */
     _Atomic bool stopping;
     _Atomic uint64_t accepted, active, refused;
     bool started;
     pthread_mutex_t lock; /* conns, live, waiters */
+    /* Held around every accept4 and shed: a spare fd given up to shed is
+     * then never taken by another acceptor's accept. */
+    pthread_mutex_t accept_lock;
     pthread_cond_t drained;
     conn_t *conns;
     int live;
@@ -76,8 +79,8 @@ sp_tcp_server_t *sp_tcp_server_create(sp_iomanager_t *io, sp_conn_fn fn,
     srv->arg = arg;
     if (opts)
         srv->opts = *opts;
-    atomic_init(&srv->spare_fd, -1);
     pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutex_init(&srv->accept_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* deadlines below */
@@ -242,7 +245,8 @@ static void mark_blocking_view(int fd)
         return;
     pthread_mutex_lock(&ctx->lock);
     sp__fd_ctx_forget(ctx);
-    atomic_store(&ctx->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB);
+    atomic_store(&ctx->flags,
+                 SP_FD_VALID | SP_FD_SOCKET | SP_FD_STREAM | SP_FD_SYS_NB);
     pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -286,21 +290,31 @@ static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
 
 /* ---- accepting ---------------------------------------------------------- */
 
-/* Out of fds: give up the spare to accept and close one pending connection,
- * so its client hears about it instead of hanging in the backlog. True if
- * one was shed. */
-static bool shed_one(sp_tcp_server_t *srv, int lfd)
+static int open_spare(void)
 {
-    int spare = atomic_exchange(&srv->spare_fd, -1);
-    if (spare < 0)
-        return false;
-    close(spare);
-    int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c >= 0) {
-        atomic_fetch_add(&srv->refused, 1);
-        close(c);
+    return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Out of fds: give up this acceptor's spare fd to accept and close one
+ * pending connection, so its client hears about it instead of hanging in
+ * the backlog. A spare lost to a race is taken back first, as soon as any
+ * fd is free again. True if a connection was shed. */
+static bool shed_one(acceptor_t *a)
+{
+    pthread_mutex_lock(&a->srv->accept_lock);
+    if (a->spare_fd < 0)
+        a->spare_fd = open_spare();
+    int c = -1;
+    if (a->spare_fd >= 0) {
+        close(a->spare_fd);
+        c = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c >= 0) {
+            atomic_fetch_add(&a->srv->refused, 1);
+            close(c);
+        }
+        a->spare_fd = open_spare();
     }
-    atomic_store(&srv->spare_fd, open("/dev/null", O_RDONLY | O_CLOEXEC));
+    pthread_mutex_unlock(&a->srv->accept_lock);
     return c >= 0;
 }
 
@@ -312,8 +326,14 @@ static void acceptor_main(void *p)
     while (!atomic_load(&srv->stopping)) {
         sp_addr_t peer;
         peer.len = sizeof peer.ss;
+        pthread_mutex_lock(&srv->accept_lock);
+        if (a->spare_fd < 0) /* the spare comes before new connections */
+            a->spare_fd = open_spare();
         int fd = accept4(a->fd, (struct sockaddr *)&peer.ss, &peer.len,
                          SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int err = errno;
+        pthread_mutex_unlock(&srv->accept_lock);
+        errno = err;
         if (fd >= 0) {
             backoff = 0;
             uint64_t max = (uint64_t)srv->opts.max_conns;
@@ -335,7 +355,7 @@ static void acceptor_main(void *p)
         case ENFILE:
         case ENOBUFS:
         case ENOMEM:
-            if (shed_one(srv, a->fd)) { /* progress: no need to wait */
+            if (shed_one(a)) { /* progress: no need to wait */
                 backoff = 0;
                 break;
             }
@@ -377,7 +397,7 @@ static int open_listeners(sp_tcp_server_t *srv)
                 close(fd);
                 return err;
             }
-            srv->acceptors[srv->nacceptors++] = (acceptor_t){srv, fd, efd};
+            srv->acceptors[srv->nacceptors++] = (acceptor_t){srv, fd, efd, open_spare()};
             if (k == 0)
                 sp_addr_of_socket(fd, false, &srv->addrs[i]);
         }
@@ -390,6 +410,8 @@ static void close_listeners(sp_tcp_server_t *srv)
     for (int i = 0; i < srv->nacceptors; i++) {
         close(srv->acceptors[i].fd);
         close(srv->acceptors[i].stop_fd);
+        if (srv->acceptors[i].spare_fd >= 0)
+            close(srv->acceptors[i].spare_fd);
     }
     srv->nacceptors = 0;
 }
@@ -405,7 +427,6 @@ int sp_tcp_server_start(sp_tcp_server_t *srv)
         close_listeners(srv);
         return rc;
     }
-    atomic_store(&srv->spare_fd, open("/dev/null", O_RDONLY | O_CLOEXEC));
     sp_scheduler_t *s = sp_iomanager_scheduler(srv->io);
     int workers = sp_scheduler_threads(s);
     bool spread = !srv->opts.no_reuseport;
@@ -442,9 +463,6 @@ int sp_tcp_server_stop(sp_tcp_server_t *srv, int64_t drain_us)
         wait_drained(srv, -1);
     }
     close_listeners(srv);
-    int spare = atomic_exchange(&srv->spare_fd, -1);
-    if (spare >= 0)
-        close(spare);
     return 0;
 }
 
@@ -453,11 +471,9 @@ void sp_tcp_server_destroy(sp_tcp_server_t *srv)
     if (!srv)
         return;
     close_listeners(srv);
-    int spare = atomic_load(&srv->spare_fd);
-    if (spare >= 0)
-        close(spare);
     free(srv->acceptors);
     pthread_mutex_destroy(&srv->lock);
+    pthread_mutex_destroy(&srv->accept_lock);
     pthread_cond_destroy(&srv->drained);
     free(srv);
 }
