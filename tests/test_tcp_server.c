@@ -371,6 +371,29 @@ START_TEST(echo_program_with_nc)
 }
 END_TEST
 
+/* The load tool against the echo program: every message checked. */
+START_TEST(load_tool_against_echo_program)
+{
+    proc_t p;
+    echo_start(&p, 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "%s --connect 127.0.0.1:%d --conns 20 --size 100 --duration 0.5",
+             SPINDLE_ECHO_LOAD, p.port);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    char out[512] = {0};
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    ck_assert_int_eq(pclose(f), 0); /* no failed connection, no bad byte */
+    ck_assert_uint_gt(n, 0);
+    unsigned long long msgs = 0;
+    ck_assert_ptr_nonnull(strstr(out, "messages/s "));
+    ck_assert_ptr_nonnull(strstr(out, "p99_us "));
+    ck_assert_int_eq(sscanf(out, "messages %llu", &msgs), 1);
+    ck_assert_uint_gt(msgs, 20);
+    echo_stop(&p);
+}
+END_TEST
+
 /* With 40 fds the server runs out after a few dozen connections: it must
  * shed the rest, stay up, and serve again once clients go away. */
 START_TEST(echo_program_survives_emfile)
@@ -428,6 +451,7 @@ int main(void)
     tcase_add_test(tc, graceful_stop_with_open_connections);
     tcase_add_test(tc, echo_program_with_nc);
     tcase_add_test(tc, echo_program_survives_emfile);
+    tcase_add_test(tc, load_tool_against_echo_program);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
