@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { P_RUNNING, P_PERMIT, P_PARKING, P_WOKEN, P_PARKED };
 enum { STEAL_MAX = 32 };
@@ -296,9 +297,13 @@ static void run_task(sp_worker_t *w, const sp_task_t *task)
     struct sp_fiber *f = task->fiber;
     if (!f) {
         f = task_fiber(w, task);
-        if (!f) { /* ENOMEM: retry later rather than drop the task */
+        if (!f) {
+            /* Out of memory for a stack: keep the task and retry after a
+             * pause instead of dropping it or spinning. */
             if (push(w, task, task->bound) != 0)
                 abort();
+            struct timespec pause = {0, 1000000};
+            nanosleep(&pause, NULL);
             return;
         }
         f->bound = task->bound ? w->index : SP_ANY_WORKER;

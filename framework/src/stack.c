@@ -7,22 +7,21 @@
  * mprotect(PROT_NONE), which splits every stack into two VMAs and so caps a
  * process at about 32,000 live stacks.
  *
- * Pool: stacks of equal size are kept on a per-thread free list (no locks on
- * the hot path) in front of a global one. Stacks beyond SP_POOL_HOT in the
- * global list give their pages back to the kernel (MADV_DONTNEED), so a burst
- * of fibers does not pin its peak memory forever.
+ * Pool: free stacks of one size are kept in a per-thread cache (no locks on
+ * the hot path) in front of a global array. The free lists live outside the
+ * stacks, so a stack returned beyond SP_POOL_HOT global entries gives all
+ * its pages back to the kernel (MADV_DONTNEED): a burst of fibers does not
+ * pin its peak memory forever.
  */
 #include "stack.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifdef SP_VALGRIND
@@ -41,16 +40,10 @@ enum {
     SP_POOL_HOT = 1024          /* global stacks kept with their pages */
 };
 
-/* A free stack stores the list link in its own (usable) top bytes. */
-typedef struct free_stack {
-    struct free_stack *next;
-    size_t guard;
-} free_stack_t;
-
 typedef struct size_class {
-    size_t total;       /* 0 = unused slot */
-    free_stack_t *head; /* global free list */
-    size_t count;
+    size_t total; /* 0 = unused slot */
+    char **free;  /* global free stacks (their lo) */
+    size_t count, cap;
 } size_class_t;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,7 +51,7 @@ static size_class_t classes[SP_CLASSES];
 
 typedef struct thread_cache {
     size_t total[SP_CLASSES];
-    free_stack_t *head[SP_CLASSES];
+    char *free[SP_CLASSES][SP_THREAD_CACHE];
     unsigned count[SP_CLASSES];
 } thread_cache_t;
 
@@ -80,78 +73,49 @@ size_t sp__stack_guard_size(void)
     return SP_GUARD_BYTES;
 }
 
-static free_stack_t *link_of(char *lo, size_t total)
+static void install_guard(char *lo)
 {
-    return (free_stack_t *)(lo + total) - 1;
-}
-
-static char *lo_of(free_stack_t *fs, size_t total)
-{
-    return (char *)(fs + 1) - total;
-}
-
-/* True if the kernel refuses to read `p`. qemu-user (7.2) answers every
- * madvise() with success and does nothing, so the first guard installed with
- * MADV_GUARD_INSTALL is checked once: a real guard region makes the kernel's
- * own read of it fail with EFAULT. Raw system calls, so neither our syscall
- * hooks nor a sanitizer's interceptors see the probe. */
-static bool faults(const char *p)
-{
-    int fd[2];
-    if (syscall(SYS_pipe2, fd, O_CLOEXEC) != 0)
-        return false; /* cannot tell: take the mprotect path */
-    bool fault = syscall(SYS_write, fd[1], p, 1) < 0 && errno == EFAULT;
-    syscall(SYS_close, fd[0]);
-    syscall(SYS_close, fd[1]);
-    return fault;
-}
-
-static void install_guard(char *lo, size_t guard)
-{
-    static _Atomic int madv_guard; /* 0 untested, 1 works, -1 not usable */
-    if (madv_guard >= 0 && madvise(lo, guard, MADV_GUARD_INSTALL) == 0) {
-        if (madv_guard == 1)
-            return;
-        int saved = errno;
-        bool ok = faults(lo) && faults(lo + guard - 1);
-        errno = saved;
-        madv_guard = ok ? 1 : -1;
-        if (ok)
-            return;
-    } else {
-        madv_guard = -1;
-    }
-    if (mprotect(lo, guard, PROT_NONE) != 0)
+    static _Atomic bool no_madv_guard;
+    if (!no_madv_guard && madvise(lo, SP_GUARD_BYTES, MADV_GUARD_INSTALL) == 0)
+        return;
+    no_madv_guard = true;
+    if (mprotect(lo, SP_GUARD_BYTES, PROT_NONE) != 0)
         abort(); /* only fails for bad arguments */
 }
 
-/* Map a slab of stacks of one size and push all but the first onto the
- * global list of class c (lock held). */
-static int map_slab(size_class_t *c, sp_stack_t *out)
+/* Lock held. Append to the class's global array; false if it cannot grow. */
+static bool global_push(size_class_t *c, char *lo)
 {
-    size_t n = SP_SLAB_STACKS;
-    char *base = mmap(NULL, c->total * n, PROT_READ | PROT_WRITE,
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        char **f = realloc(c->free, cap * sizeof *f);
+        if (!f)
+            return false;
+        c->free = f;
+        c->cap = cap;
+    }
+    c->free[c->count++] = lo;
+    return true;
+}
+
+/* Map a slab of stacks of one size, return the first and put the rest in
+ * the global array of class c (lock held). */
+static char *map_slab(size_class_t *c)
+{
+    char *base = mmap(NULL, c->total * SP_SLAB_STACKS, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
+        return NULL;
+    for (size_t i = 0; i < SP_SLAB_STACKS; i++) {
         char *lo = base + i * c->total;
-        install_guard(lo, SP_GUARD_BYTES);
+        install_guard(lo);
 #ifdef SP_VALGRIND
         VALGRIND_STACK_REGISTER(lo + SP_GUARD_BYTES, lo + c->total);
 #endif
-        if (i == 0)
-            continue;
-        free_stack_t *fs = link_of(lo, c->total);
-        fs->guard = SP_GUARD_BYTES;
-        fs->next = c->head;
-        c->head = fs;
-        c->count++;
+        if (i > 0 && !global_push(c, lo))
+            break; /* the rest of the slab stays unused */
     }
-    out->lo = base;
-    out->total = c->total;
-    out->guard = SP_GUARD_BYTES;
-    return 0;
+    return base;
 }
 
 static void flush_cache(void *unused)
@@ -159,18 +123,8 @@ static void flush_cache(void *unused)
     (void)unused;
     pthread_mutex_lock(&pool_lock);
     for (int i = 0; i < SP_CLASSES; i++) {
-        while (cache.head[i]) {
-            free_stack_t *fs = cache.head[i];
-            cache.head[i] = fs->next;
-            for (int k = 0; k < SP_CLASSES; k++) {
-                if (classes[k].total == cache.total[i]) {
-                    fs->next = classes[k].head;
-                    classes[k].head = fs;
-                    classes[k].count++;
-                    break;
-                }
-            }
-        }
+        while (cache.count[i] && global_push(&classes[i], cache.free[i][cache.count[i] - 1]))
+            cache.count[i]--;
         cache.count[i] = 0;
     }
     pthread_mutex_unlock(&pool_lock);
@@ -182,8 +136,8 @@ static void make_key(void)
         abort();
 }
 
-/* Index of the class for `total` in the thread cache and global table,
- * creating it; -1 when all classes are taken (the stack is not pooled). */
+/* Index of the class for `total` (same in the thread cache and the global
+ * table), creating it; -1 when all classes are taken (not pooled). */
 static int class_index(size_t total)
 {
     for (int i = 0; i < SP_CLASSES; i++)
@@ -213,36 +167,24 @@ int sp__stack_get(sp_stack_t *st, size_t usable)
     size_t ps = page_size();
     size_t total = SP_GUARD_BYTES + ((usable + ps - 1) & ~(ps - 1));
     int i = class_index(total);
+    char *lo = NULL;
     if (i < 0) {
-        char *lo = mmap(NULL, total, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        lo = mmap(NULL, total, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (lo == MAP_FAILED)
             return -ENOMEM;
-        install_guard(lo, SP_GUARD_BYTES);
-        st->lo = lo;
-        st->total = total;
-        st->guard = SP_GUARD_BYTES;
-        return 0;
-    }
-    free_stack_t *fs = cache.head[i];
-    if (fs) {
-        cache.head[i] = fs->next;
-        cache.count[i]--;
+        install_guard(lo);
+    } else if (cache.count[i]) {
+        lo = cache.free[i][--cache.count[i]];
     } else {
         size_class_t *c = &classes[i];
         pthread_mutex_lock(&pool_lock);
-        fs = c->head;
-        if (fs) {
-            c->head = fs->next;
-            c->count--;
-        } else {
-            int rc = map_slab(c, st);
-            pthread_mutex_unlock(&pool_lock);
-            return rc;
-        }
+        lo = c->count ? c->free[--c->count] : map_slab(c);
         pthread_mutex_unlock(&pool_lock);
+        if (!lo)
+            return -ENOMEM;
     }
-    st->lo = lo_of(fs, total);
+    st->lo = lo;
     st->total = total;
     st->guard = SP_GUARD_BYTES;
     return 0;
@@ -251,28 +193,22 @@ int sp__stack_get(sp_stack_t *st, size_t usable)
 void sp__stack_put(const sp_stack_t *st)
 {
     int i = class_index(st->total);
-    if (i < 0) {
-        munmap(st->lo, st->total);
+    if (i >= 0 && cache.count[i] < SP_THREAD_CACHE) {
+        cache.free[i][cache.count[i]++] = st->lo;
         return;
     }
-    free_stack_t *fs = link_of(st->lo, st->total);
-    fs->guard = st->guard;
-    if (cache.count[i] < SP_THREAD_CACHE) {
-        fs->next = cache.head[i];
-        cache.head[i] = fs;
-        cache.count[i]++;
-        return;
+    if (i >= 0) {
+        size_class_t *c = &classes[i];
+        pthread_mutex_lock(&pool_lock);
+        bool cold = c->count >= SP_POOL_HOT;
+        pthread_mutex_unlock(&pool_lock);
+        if (cold) /* keep the address range, give the memory back */
+            madvise(st->lo + st->guard, st->total - st->guard, MADV_DONTNEED);
+        pthread_mutex_lock(&pool_lock);
+        bool kept = global_push(c, st->lo);
+        pthread_mutex_unlock(&pool_lock);
+        if (kept)
+            return;
     }
-    size_class_t *c = &classes[i];
-    pthread_mutex_lock(&pool_lock);
-    bool cold = c->count >= SP_POOL_HOT;
-    pthread_mutex_unlock(&pool_lock);
-    if (cold) /* keep the top page: it holds the free-list link */
-        madvise(st->lo + st->guard, st->total - st->guard - page_size(),
-                MADV_DONTNEED);
-    pthread_mutex_lock(&pool_lock);
-    fs->next = c->head;
-    c->head = fs;
-    c->count++;
-    pthread_mutex_unlock(&pool_lock);
+    munmap(st->lo, st->total);
 }
