@@ -22,8 +22,10 @@ build:
 test: deps build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+# Until the config-driven daemon exists, `make run` serves the echo server
+# on 127.0.0.1:9000 in the foreground (Ctrl-C stops it gracefully).
 run: deps build
-	@$(BUILD)/bin/spindle-demo
+	@$(BUILD)/bin/spindle-echo --listen 127.0.0.1:9000 --workers 2
 
 bench:
 	@scripts/deps.sh bench
