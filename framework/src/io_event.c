@@ -36,6 +36,7 @@ typedef struct sp_io_watch {
     uint32_t seq;  /* numbers each arming */
     bool queued;   /* in the owner's inbox */
     bool retired;  /* no longer its fd's watch: the owner frees it */
+    struct close_ack *ack; /* a closer waiting for the owner to drop it */
     /* Owner thread only. */
     bool started;
 } sp_io_watch_t;
@@ -67,13 +68,59 @@ static struct ev_loop *loop_of(const sp_io_watch_t *w)
     return w->iom->w[w->owner].loop;
 }
 
-static void inbox_push(sp_io_watch_t *w)
+/* ctx lock held. Leave w for its owner; false if the owner's worker has
+ * ended (its loop is dead: the caller may act on w itself). */
+static bool inbox_push(sp_io_watch_t *w)
 {
-    _Atomic(sp_io_watch_t *) *inbox = &w->iom->w[w->owner].inbox;
-    w->queued = true;
-    w->next = atomic_load(inbox);
-    while (!atomic_compare_exchange_weak(inbox, &w->next, w))
-        ;
+    iom_worker_t *x = &w->iom->w[w->owner];
+    pthread_mutex_lock(&x->inbox_lock);
+    bool open = !x->gone;
+    if (open) {
+        w->queued = true;
+        w->next = atomic_load(&x->inbox);
+        while (!atomic_compare_exchange_weak(&x->inbox, &w->next, w))
+            ;
+    }
+    pthread_mutex_unlock(&x->inbox_lock);
+    return open;
+}
+
+/* A close waits until every owner has stopped its watch on the fd, so no
+ * loop touches the fd number after close(2) gave it back (a fiber parks;
+ * a plain thread sleeps on a condition variable). */
+typedef struct close_ack {
+    _Atomic int pending;
+    sp_waiter_t *waiter;
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+} close_ack_t;
+
+static void ack_one(close_ack_t *a)
+{
+    if (a->waiter) {
+        if (atomic_fetch_sub(&a->pending, 1) == 1) {
+            sp__waiter_promise(a->waiter, 0);
+            sp__waiter_deliver(a->waiter, true);
+        }
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    if (atomic_fetch_sub(&a->pending, 1) == 1)
+        pthread_cond_signal(&a->done);
+    pthread_mutex_unlock(&a->lock);
+}
+
+static void ack_wait(close_ack_t *a)
+{
+    if (a->waiter) {
+        sp__waiter_wait(a->waiter);
+        sp__waiter_settle(a->waiter);
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    while (atomic_load(&a->pending))
+        pthread_cond_wait(&a->done, &a->lock);
+    pthread_mutex_unlock(&a->lock);
 }
 
 /* Lock held. Take the waiter or callback off w; false if w is idle. */
@@ -128,9 +175,8 @@ static sp_io_watch_t *retire(sp_io_watch_t *w, bool *kick_owner)
     w->retired = true;
     if (w->queued)
         return NULL;
-    if (on_owner(w))
+    if (on_owner(w) || !inbox_push(w))
         return w;
-    inbox_push(w);
     *kick_owner = true;
     return NULL;
 }
@@ -159,12 +205,14 @@ static void untrack(sp_io_watch_t *w)
     pthread_mutex_unlock(&io->watches_lock);
 }
 
-static void destroy(sp_io_watch_t *w)
+static void destroy(sp_io_watch_t *w, close_ack_t *ack)
 {
     if (w->started)
         ev_io_stop(loop_of(w), &w->io);
     untrack(w);
     free(w);
+    if (ack)
+        ack_one(ack);
 }
 
 void sp__io_forget_all(sp_iomanager_t *io)
@@ -200,6 +248,15 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
     w->started = false;
 }
 
+void sp__io_worker_gone(sp_iomanager_t *io, int worker)
+{
+    iom_worker_t *x = &io->w[worker];
+    pthread_mutex_lock(&x->inbox_lock);
+    x->gone = true;
+    pthread_mutex_unlock(&x->inbox_lock);
+    sp__io_drain_inbox(io, worker);
+}
+
 void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 {
     iom_worker_t *x = &io->w[worker];
@@ -216,9 +273,10 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
         pthread_mutex_lock(&w->ctx->lock);
         w->queued = false;
         bool retired = w->retired, armed = w->waiter || w->fn;
+        close_ack_t *ack = w->ack;
         pthread_mutex_unlock(&w->ctx->lock);
         if (retired) {
-            destroy(w);
+            destroy(w, ack);
         } else if (armed && !w->started) {
             ev_io_start(x->loop, &w->io);
             w->started = true;
@@ -266,12 +324,17 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
     w->seq = *seq = ++ctx->wait_seq[dir];
     bool mine = on_owner(w);
     if (!mine && !w->queued) { /* the owner starts it */
-        inbox_push(w);
+        if (!inbox_push(w)) {
+            w->waiter = NULL;
+            w->fn = NULL;
+            pthread_mutex_unlock(&ctx->lock);
+            return -ESHUTDOWN; /* that worker has ended */
+        }
         kick_owner = true;
     }
     pthread_mutex_unlock(&ctx->lock);
     if (old)
-        destroy(old);
+        destroy(old, NULL);
     if (kick_old)
         sp__iom_kick(io, old_owner);
     if (kick_owner)
@@ -409,6 +472,8 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
     sp_io_watch_t *mine[2] = {NULL, NULL};
     sp_iomanager_t *ios[2] = {NULL, NULL};
     int owners[2] = {0, 0};
+    sp_waiter_t waiter;
+    close_ack_t ack = {.pending = 0};
     pthread_mutex_lock(&ctx->lock);
     for (int dir = 0; dir < 2; dir++) {
         sp_io_watch_t *w = ctx->watch[dir];
@@ -419,18 +484,37 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
             ios[dir] = w->iom;
             owners[dir] = w->owner;
             mine[dir] = retire(w, &kick[dir]);
+            if (!mine[dir]) { /* its owner drops it: wait for that */
+                w->ack = &ack;
+                atomic_fetch_add(&ack.pending, 1);
+            }
         }
     }
     if (closing)
         sp__fd_ctx_forget(ctx);
+    bool wait = atomic_load(&ack.pending) > 0;
+    if (wait && sp_iomanager_current() && sp_fiber_current()) {
+        sp__waiter_init(&waiter);
+        ack.waiter = &waiter;
+    } else if (wait) {
+        pthread_mutex_init(&ack.lock, NULL);
+        pthread_cond_init(&ack.done, NULL);
+    }
     pthread_mutex_unlock(&ctx->lock);
     for (int dir = 0; dir < 2; dir++) {
         if (got[dir])
             deliver(&t[dir]);
         if (mine[dir])
-            destroy(mine[dir]);
+            destroy(mine[dir], NULL);
         if (kick[dir])
             sp__iom_kick(ios[dir], owners[dir]);
+    }
+    if (wait) {
+        ack_wait(&ack);
+        if (!ack.waiter) {
+            pthread_mutex_destroy(&ack.lock);
+            pthread_cond_destroy(&ack.done);
+        }
     }
     return got[0] + got[1];
 }

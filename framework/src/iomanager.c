@@ -111,6 +111,11 @@ static void iom_tick(sp_scheduler_t *s, int worker)
     poll_once(s, worker, false);
 }
 
+static void iom_exit(sp_scheduler_t *s, int worker)
+{
+    sp__io_worker_gone(iom_of(s), worker);
+}
+
 static int worker_init(iom_worker_t *x, sp_scheduler_t *s, int index)
 {
     int p[2];
@@ -127,11 +132,13 @@ static int worker_init(iom_worker_t *x, sp_scheduler_t *s, int index)
     ev_io_start(x->loop, &x->pipe_io);
     ev_init(&x->wake_timer, on_wake_timer);
     atomic_init(&x->inbox, NULL);
+    pthread_mutex_init(&x->inbox_lock, NULL);
     return sp__timer_heap_init(&x->timers, s, index);
 }
 
 static void worker_fini(iom_worker_t *x)
 {
+    pthread_mutex_destroy(&x->inbox_lock);
     if (x->loop)
         ev_loop_destroy(x->loop);
     if (x->pipe_rd > 0) {
@@ -161,6 +168,7 @@ sp_iomanager_t *sp_iomanager_create(const char *name, int threads,
     io->s.ops.idle = iom_idle;
     io->s.ops.tickle = tickle;
     io->s.ops.tick = iom_tick;
+    io->s.ops.exit = iom_exit;
     io->s.has_io = true;
     sp__hook_connect();
     io->w = calloc((size_t)threads, sizeof *io->w);

@@ -18,6 +18,8 @@ typedef struct iom_worker {
     ev_io pipe_io;
     ev_timer wake_timer;
     _Atomic(struct sp_io_watch *) inbox; /* watches for the owner to act on */
+    pthread_mutex_t inbox_lock;          /* pushes versus the worker ending */
+    bool gone;                           /* the worker has ended: no inbox */
     sp_timer_heap_t timers;
 } iom_worker_t;
 
@@ -34,5 +36,7 @@ void sp__iom_kick(sp_iomanager_t *io, int worker);
 void sp__io_forget_all(sp_iomanager_t *io);
 /* On the worker's thread: act on everything in its inbox. */
 void sp__io_drain_inbox(sp_iomanager_t *io, int worker);
+/* On the worker's thread, as it ends: close the inbox and drain it. */
+void sp__io_worker_gone(sp_iomanager_t *io, int worker);
 
 #endif

@@ -334,6 +334,8 @@ static void worker_loop(sp_worker_t *w)
     }
     while (w->nspare)
         sp_fiber_destroy(w->spare[--w->nspare]);
+    if (w->s->ops.exit)
+        w->s->ops.exit(w->s, w->index);
     t->worker = NULL;
 }
 

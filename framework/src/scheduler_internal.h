@@ -23,6 +23,8 @@ typedef struct sp_sched_ops {
     /* Optional: called by a busy worker every SP_TICK_TASKS tasks, so
      * events are polled even when the run queue never empties. */
     void (*tick)(sp_scheduler_t *s, int worker);
+    /* Optional: the worker's last act, on its thread, as its loop ends. */
+    void (*exit)(sp_scheduler_t *s, int worker);
 } sp_sched_ops_t;
 
 enum { SP_TICK_TASKS = 64 };

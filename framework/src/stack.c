@@ -16,12 +16,14 @@
 #include "stack.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifdef SP_VALGRIND
@@ -73,12 +75,37 @@ size_t sp__stack_guard_size(void)
     return SP_GUARD_BYTES;
 }
 
+/* True if the kernel refuses to read `p`. qemu-user (7.2) answers every
+ * madvise() with success and does nothing, so the first guard installed with
+ * MADV_GUARD_INSTALL is checked once: a real guard region makes the kernel's
+ * own read of it fail with EFAULT. Raw system calls, so neither our syscall
+ * hooks nor a sanitizer's interceptors see the probe. */
+static bool faults(const char *p)
+{
+    int fd[2];
+    if (syscall(SYS_pipe2, fd, O_CLOEXEC) != 0)
+        return false; /* cannot tell: take the mprotect path */
+    bool fault = syscall(SYS_write, fd[1], p, 1) < 0 && errno == EFAULT;
+    syscall(SYS_close, fd[0]);
+    syscall(SYS_close, fd[1]);
+    return fault;
+}
+
 static void install_guard(char *lo)
 {
-    static _Atomic bool no_madv_guard;
-    if (!no_madv_guard && madvise(lo, SP_GUARD_BYTES, MADV_GUARD_INSTALL) == 0)
-        return;
-    no_madv_guard = true;
+    static _Atomic int madv_guard; /* 0 untested, 1 works, -1 not usable */
+    if (madv_guard >= 0 && madvise(lo, SP_GUARD_BYTES, MADV_GUARD_INSTALL) == 0) {
+        if (madv_guard == 1)
+            return;
+        int saved = errno;
+        bool ok = faults(lo) && faults(lo + SP_GUARD_BYTES - 1);
+        errno = saved;
+        madv_guard = ok ? 1 : -1;
+        if (ok)
+            return;
+    } else {
+        madv_guard = -1;
+    }
     if (mprotect(lo, SP_GUARD_BYTES, PROT_NONE) != 0)
         abort(); /* only fails for bad arguments */
 }
