@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fd_table.h"
 #include "iomanager_internal.h"
@@ -541,4 +542,10 @@ int sp_io_cancel_all(int fd)
 int sp_io_close_fd(int fd)
 {
     return end_events(fd, 3, -EBADF, false, true);
+}
+
+int sp_io_close(int fd)
+{
+    sp_io_close_fd(fd);
+    return close(fd) < 0 ? -errno : 0;
 }

@@ -119,15 +119,6 @@ void sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out)
     out->refused = atomic_load(&srv->refused);
 }
 
-/* Close an fd the server waited on: first make every worker drop its watch
- * (what the close hook does too, but a sanitizer's interceptor of close(2)
- * runs before the hook and would see the loops still using the fd). */
-static void close_fd(int fd)
-{
-    sp_io_close_fd(fd);
-    close(fd);
-}
-
 /* ---- live count and waiting for it -------------------------------------- */
 
 static void live_add(sp_tcp_server_t *srv)
@@ -239,7 +230,7 @@ static void conn_main(void *p)
         sp_set_nodelay(c->fd, true);
     srv->fn(c->fd, &c->peer, srv->arg);
     unlink_conn(srv, c);
-    close_fd(c->fd); /* off the list first: stop() never sees a reused fd */
+    sp_io_close(c->fd); /* off the list first: stop() never sees a reused fd */
     free(c);
     atomic_fetch_sub(&srv->active, 1);
     live_done(srv);
@@ -417,8 +408,8 @@ static int open_listeners(sp_tcp_server_t *srv)
 static void close_listeners(sp_tcp_server_t *srv)
 {
     for (int i = 0; i < srv->nacceptors; i++) {
-        close_fd(srv->acceptors[i].fd);
-        close_fd(srv->acceptors[i].stop_fd);
+        sp_io_close(srv->acceptors[i].fd);
+        sp_io_close(srv->acceptors[i].stop_fd);
         if (srv->acceptors[i].spare_fd >= 0)
             close(srv->acceptors[i].spare_fd);
     }

@@ -84,6 +84,10 @@ int sp_io_cancel_all(int fd);
 /* Before closing fd: wake every waiter on it with -EBADF and forget its
  * state, so a later fd with the same number starts clean. */
 int sp_io_close_fd(int fd);
+/* sp_io_close_fd(fd), then close(2). Use it for fds that fibers waited on:
+ * the close hook does the same, but a sanitizer's close interceptor runs
+ * before any hook. Returns close's 0 or -errno. */
+int sp_io_close(int fd);
 
 #ifdef __cplusplus
 }
