@@ -1,0 +1,312 @@
+/* HTTP/1.1 client: one request at a time per connection, connections kept
+ * alive in a pool per host:port.
+ *
+ * Responses are parsed by the server's own parser glue in response mode
+ * (http_parse.c), so headers, chunked bodies and limits work the same way
+ * on both sides. I/O is the server's too: sends through sp__http_out_flush,
+ * reads through sp__http_read, each wait bounded by the client's timeout;
+ * both park in fibers and poll on plain threads. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "http_client_internal.h"
+#include "http_internal.h"
+
+struct sp_http_client {
+    sp_http_client_opts_t opts;
+    sp_http_server_opts_t limits; /* for the response parser */
+    sp__http_pool_t pool;
+};
+
+struct sp_http_client_response {
+    sp_http_request_t msg; /* status, headers, body */
+};
+
+enum { READ_SIZE = 16384 };
+
+sp_http_client_t *sp_http_client_create(const sp_http_client_opts_t *opts)
+{
+    sp_http_client_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (opts)
+        c->opts = *opts;
+    sp_http_client_opts_t *o = &c->opts;
+    o->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 10000;
+    o->timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;
+    o->max_idle_per_host = o->max_idle_per_host ? o->max_idle_per_host : 8;
+    o->idle_timeout_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 30000;
+    o->max_response = o->max_response ? o->max_response : 8u << 20;
+    c->limits = (sp_http_server_opts_t){.max_header_size = 64 * 1024,
+                                        .max_headers = 256,
+                                        .max_body = o->max_response};
+    sp__http_pool_init(&c->pool, o->max_idle_per_host, o->idle_timeout_ms);
+    return c;
+}
+
+void sp_http_client_destroy(sp_http_client_t *c)
+{
+    if (!c)
+        return;
+    sp__http_pool_destroy(&c->pool);
+    free(c);
+}
+
+/* ---- the request ---------------------------------------------------------- */
+
+typedef struct target {
+    char key[300];  /* "host:port", "[v6]:port": to resolve, and the pool's key */
+    char host[300]; /* the Host header: without ":80" */
+    const char *path; /* path and query as in the URL */
+    size_t path_len;
+} target_t;
+
+static int parse_url(const char *url, target_t *t)
+{
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    if (!url || http_parser_parse_url(url, strlen(url), 0, &u) ||
+        !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)) ||
+        (u.field_set & (1 << UF_USERINFO)))
+        return -EINVAL;
+    if (u.field_data[UF_SCHEMA].len != 4 || strncasecmp(url + u.field_data[UF_SCHEMA].off, "http", 4))
+        return -EPROTONOSUPPORT;
+    int hl = u.field_data[UF_HOST].len;
+    const char *h = url + u.field_data[UF_HOST].off;
+    bool v6 = memchr(h, ':', (size_t)hl) != NULL;
+    unsigned port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
+    int n = snprintf(t->key, sizeof t->key, "%s%.*s%s:%u", v6 ? "[" : "", hl, h, v6 ? "]" : "", port);
+    if (n >= (int)sizeof t->key)
+        return -EINVAL;
+    memcpy(t->host, t->key, (size_t)n + 1);
+    if (port == 80)
+        *strrchr(t->host, ':') = '\0';
+    t->path = "/";
+    t->path_len = 1;
+    if (u.field_set & (1 << UF_PATH)) {
+        size_t start = u.field_data[UF_PATH].off;
+        int last = (u.field_set & (1 << UF_QUERY)) ? UF_QUERY : UF_PATH;
+        t->path = url + start;
+        t->path_len = u.field_data[last].off + u.field_data[last].len - start;
+    }
+    return 0;
+}
+
+/* A "Name: value" line from the caller. */
+static bool valid_header(const char *h)
+{
+    const char *colon = strchr(h, ':');
+    if (!colon || colon == h || strpbrk(h, "\r\n"))
+        return false;
+    for (const char *p = h; p < colon; p++)
+        if (*p <= ' ' || *p >= 127)
+            return false;
+    return true;
+}
+
+static int add(sp_buf_t *b, const char *s)
+{
+    return sp_buf_append(b, s, strlen(s));
+}
+
+static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t *t)
+{
+    const char *m = rq->method ? rq->method : "GET";
+    if (!sp__http_is_token(m))
+        return -EINVAL;
+    for (const char *const *h = rq->headers; h && *h; h++)
+        if (!valid_header(*h))
+            return -EINVAL;
+    /* Appends fail only for memory: collect that once (one statement per
+     * append, as the order of operands of | is unspecified). */
+    int rc = add(b, m);
+    rc |= add(b, " ");
+    rc |= sp_buf_append(b, t->path, t->path_len);
+    rc |= add(b, " HTTP/1.1\r\nHost: ");
+    rc |= add(b, t->host);
+    rc |= add(b, "\r\n");
+    for (const char *const *h = rq->headers; h && *h; h++) {
+        rc |= add(b, *h);
+        rc |= add(b, "\r\n");
+    }
+    bool needs_length = rq->body_len || !strcmp(m, "POST") || !strcmp(m, "PUT") ||
+                        !strcmp(m, "PATCH");
+    if (needs_length) {
+        char cl[48];
+        snprintf(cl, sizeof cl, "Content-Length: %zu\r\n", rq->body_len);
+        rc |= add(b, cl);
+    }
+    rc |= add(b, "\r\n");
+    return rc ? -ENOMEM : 0;
+}
+
+/* ---- one exchange on one connection ----------------------------------------- */
+
+/* Parse what came: 0 the final answer is complete, 1 more is needed, or
+ * -errno. Interim answers (100 Continue...) are skipped. */
+static int parse(sp_http_request_t *m, sp_buf_t *in)
+{
+    while (sp_buf_len(in)) {
+        sp__http_state_t st;
+        size_t used = sp__http_req_feed(m, sp_buf_data(in), sp_buf_len(in), &st);
+        sp_buf_consume(in, used);
+        if (st == SP__HTTP_FAILED)
+            return m->error == 413 ? -EMSGSIZE : -EPROTO;
+        if (st == SP__HTTP_MORE)
+            return 1;
+        if (m->status >= 200 || m->status == 101)
+            return 0;
+        sp__http_req_reset(m); /* the final answer may follow in the buffer */
+    }
+    return 1;
+}
+
+/* The server closed: that ends a body delimited by the close, and is an
+ * error anywhere else. */
+static int at_eof(sp_http_request_t *m)
+{
+    sp__http_state_t st;
+    sp__http_req_feed(m, NULL, 0, &st);
+    m->keep_alive = false;
+    return st == SP__HTTP_DONE ? 0 : -ECONNRESET;
+}
+
+static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
+                       bool *answered)
+{
+    sp_buf_t in = SP_BUF_INIT;
+    bool drained = false;
+    int rc = 1;
+    while (rc == 1) {
+        if ((rc = parse(m, &in)) != 1)
+            break;
+        ssize_t n = sp__http_read(fd, &in, READ_SIZE, sp__http_deadline(c->opts.timeout_ms),
+                                  &drained);
+        if (n > 0)
+            *answered = true;
+        else
+            rc = n < 0 ? (int)n : at_eof(m);
+    }
+    if (sp_buf_len(&in)) /* bytes after the answer: the connection is confused */
+        m->keep_alive = false;
+    sp_buf_free(&in);
+    return rc;
+}
+
+static int exchange(const sp_http_client_t *c, int fd, const sp_buf_t *req,
+                    const sp_http_client_request_t *rq, sp_http_request_t *m, bool *answered)
+{
+    sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_ms};
+    struct iovec v[2] = {{sp_buf_data(req), sp_buf_len(req)}, {(void *)rq->body, rq->body_len}};
+    int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
+    sp_buf_free(&o.buf);
+    return rc < 0 ? rc : read_answer(c, fd, m, answered);
+}
+
+static int dial(const sp_http_client_t *c, const target_t *t)
+{
+    sp_addr_t a;
+    int n = sp_addr_resolve(t->key, &a, 1);
+    if (n < 1)
+        return n < 0 ? n : -ENOENT;
+    int fd = sp_connect(&a, c->opts.connect_timeout_ms < 0 ? -1 : c->opts.connect_timeout_ms * 1000);
+    if (fd >= 0)
+        sp_set_nodelay(fd, true);
+    return fd;
+}
+
+/* A pooled connection the server closed just as it was taken fails before
+ * any byte of an answer: then, and only then, the request goes again on
+ * another connection (it cannot have been processed). */
+static int run(sp_http_client_t *c, const target_t *t, const sp_buf_t *req,
+               const sp_http_client_request_t *rq, sp_http_request_t *m)
+{
+    for (;;) {
+        int fd = sp__http_pool_take(&c->pool, t->key);
+        bool pooled = fd >= 0;
+        if (!pooled && (fd = dial(c, t)) < 0)
+            return fd;
+        bool answered = false;
+        int rc = exchange(c, fd, req, rq, m, &answered);
+        if (rc == 0 && m->keep_alive && c->opts.max_idle_per_host > 0)
+            sp__http_pool_give(&c->pool, t->key, fd);
+        else
+            sp_io_close(fd);
+        if (rc == 0 || !pooled || answered || rc == -ETIMEDOUT)
+            return rc;
+        sp__http_req_reset(m);
+    }
+}
+
+int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
+                      sp_http_client_response_t **out)
+{
+    target_t t;
+    int rc = parse_url(rq->url, &t);
+    if (rc < 0)
+        return rc;
+    sp_buf_t req = SP_BUF_INIT;
+    sp_http_client_response_t *r = calloc(1, sizeof *r);
+    rc = r ? build(&req, rq, &t) : -ENOMEM;
+    if (rc == 0) {
+        sp__http_msg_init(&r->msg, &c->limits, true);
+        r->msg.skip_body = rq->method && !strcmp(rq->method, "HEAD");
+        rc = run(c, &t, &req, rq, &r->msg);
+    }
+    sp_buf_free(&req);
+    if (rc < 0) {
+        sp_http_client_response_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int sp_http_get(sp_http_client_t *c, const char *url, sp_http_client_response_t **out)
+{
+    sp_http_client_request_t rq = {.url = url};
+    return sp_http_client_do(c, &rq, out);
+}
+
+int sp_http_post(sp_http_client_t *c, const char *url, const char *content_type,
+                 const void *body, size_t len, sp_http_client_response_t **out)
+{
+    char ct[256];
+    if (snprintf(ct, sizeof ct, "Content-Type: %s", content_type) >= (int)sizeof ct)
+        return -EINVAL;
+    const char *headers[] = {ct, NULL};
+    sp_http_client_request_t rq = {"POST", url, headers, body, len};
+    return sp_http_client_do(c, &rq, out);
+}
+
+/* ---- the response ------------------------------------------------------------ */
+
+int sp_http_client_response_status(const sp_http_client_response_t *r)
+{
+    return r->msg.status;
+}
+
+const char *sp_http_client_response_header(const sp_http_client_response_t *r,
+                                           const char *name)
+{
+    return sp_http_request_header(&r->msg, name);
+}
+
+const void *sp_http_client_response_body(const sp_http_client_response_t *r, size_t *len)
+{
+    return sp_http_request_body(&r->msg, len);
+}
+
+void sp_http_client_response_free(sp_http_client_response_t *r)
+{
+    if (!r)
+        return;
+    sp__http_req_free(&r->msg);
+    free(r);
+}

@@ -1,0 +1,25 @@
+/* Internals of the HTTP client: the connection pool (http_client_pool.c). */
+#ifndef SP_HTTP_CLIENT_INTERNAL_H
+#define SP_HTTP_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+typedef struct pooled pooled_t;
+
+typedef struct sp__http_pool {
+    pthread_mutex_t lock;
+    pooled_t *idle; /* most recently given back first */
+    int max_per_key;
+    uint64_t idle_ns;
+} sp__http_pool_t;
+
+void sp__http_pool_init(sp__http_pool_t *p, int max_per_key, int64_t idle_ms);
+/* Close every pooled connection. */
+void sp__http_pool_destroy(sp__http_pool_t *p);
+/* A pooled connection to key that can carry a request, or -1. */
+int sp__http_pool_take(sp__http_pool_t *p, const char *key);
+/* Keep fd for key (or close it when key has its share already). */
+void sp__http_pool_give(sp__http_pool_t *p, const char *key, int fd);
+
+#endif

@@ -1,0 +1,291 @@
+/* One HTTP connection: read, parse, run the handler, answer; repeat while
+ * the connection is kept alive. Runs in the TCP server's connection fiber.
+ *
+ * Input is read into a buffer and parsed from there; whatever follows a
+ * complete request stays in the buffer for the next one (pipelining).
+ * Responses are gathered in the output buffer and sent just before the
+ * connection has to wait for input, so the answers to a burst of pipelined
+ * requests leave in one send, in request order.
+ *
+ * Every wait is sp_io_wait with a deadline taken from the phase:
+ *   idle      before a request's first byte: keepalive_timeout (header_timeout
+ *             on a new connection); expiry closes silently;
+ *   headers   from the first byte to the end of the headers: header_timeout,
+ *             for the whole phase, so trickled bytes do not extend it; 408
+ *             (the clock is read when the connection first has to wait, so
+ *             pipelined requests already in the buffer never read it);
+ *   body      each wait for more body bytes: body_timeout; 408.
+ * Reads use MSG_DONTWAIT (the socket is non-blocking underneath) and
+ * sp__http_read's short-read rule.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "http_internal.h"
+#include "spindle/timer.h"
+
+struct sp__http_conn {
+    sp__http_conn_t *prev, *next; /* the server's list, for stop() */
+    sp_http_server_t *srv;
+    int fd;
+    _Atomic bool idle; /* waiting for a next request with nothing read */
+    bool drained;      /* the last read emptied the socket */
+    bool continued;    /* "100 Continue" sent for this request */
+    uint64_t start_ns; /* the request's first byte */
+    sp_buf_t in;
+    sp__http_out_t out;
+    sp_http_request_t req;
+    sp_http_response_t res;
+};
+
+enum { HEADER_READ = 4096, BODY_READ = 16384 };
+enum { CLOSE = -1 }; /* read_request: close without an answer */
+/* After an error answer the client may still be sending: read and drop its
+ * bytes for a while before closing, or the kernel would answer them with a
+ * reset that can destroy the answer before the client reads it. */
+enum { LINGER_MS = 2000, LINGER_BYTES = 1 << 20 };
+
+/* ---- the list of connections ---------------------------------------------- */
+
+static void link_conn(sp__http_conn_t *c)
+{
+    sp_http_server_t *srv = c->srv;
+    pthread_mutex_lock(&srv->lock);
+    c->next = srv->list;
+    if (srv->list)
+        srv->list->prev = c;
+    srv->list = c;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void unlink_conn(sp__http_conn_t *c)
+{
+    sp_http_server_t *srv = c->srv;
+    pthread_mutex_lock(&srv->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* stop(): `stopping` is set before this runs, and a connection sets `idle`
+ * before it reads `stopping`, so each idle connection is either shut down
+ * here (its wait ends with EOF) or sees `stopping` itself. The lock keeps
+ * the fd open: a connection unlinks itself before its fd is closed. */
+void sp__http_close_idle(sp_http_server_t *srv)
+{
+    pthread_mutex_lock(&srv->lock);
+    for (sp__http_conn_t *c = srv->list; c; c = c->next)
+        if (atomic_load(&c->idle))
+            shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
+{
+    return sp__http_read(c->fd, &c->in, size, deadline, &c->drained);
+}
+
+/* Wait for the first byte of a next request, visible to stop() meanwhile. */
+static ssize_t read_idle(sp__http_conn_t *c, uint64_t deadline)
+{
+    atomic_store(&c->idle, true);
+    ssize_t n = atomic_load(&c->srv->stopping) ? 0 : conn_read(c, HEADER_READ, deadline);
+    atomic_store(&c->idle, false);
+    return n;
+}
+
+/* Parse what is buffered. 0: a request is complete; a status: it failed;
+ * 1: more bytes needed. */
+static int parse_buffered(sp__http_conn_t *c)
+{
+    sp__http_state_t st;
+    size_t used = sp__http_req_feed(&c->req, sp_buf_data(&c->in), sp_buf_len(&c->in), &st);
+    sp_buf_consume(&c->in, used);
+    return st == SP__HTTP_DONE ? 0 : st == SP__HTTP_FAILED ? c->req.error : 1;
+}
+
+/* The client asked to hear "100 Continue" before it sends the body; by
+ * now the headers passed every check (a too-long body got 413 instead). */
+static int maybe_continue(sp__http_conn_t *c)
+{
+    static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (!c->req.expect_continue || c->continued)
+        return 0;
+    c->continued = true;
+    return sp_buf_append(&c->out.buf, msg, sizeof msg - 1);
+}
+
+/* Read until one request is complete. 0, CLOSE, or an error status. */
+static int read_request(sp__http_conn_t *c, bool first)
+{
+    const sp_http_server_opts_t *o = &c->srv->opts;
+    bool begun = false;
+    uint64_t header_deadline = 0; /* set at the first wait */
+    for (;;) {
+        if (sp_buf_len(&c->in)) {
+            if (!begun && c->srv->access)
+                c->start_ns = sp_now_ns();
+            begun = true;
+            int rc = parse_buffered(c);
+            if (rc != 1)
+                return rc;
+        }
+        bool body = c->req.headers_done;
+        if ((body && maybe_continue(c) < 0) || sp__http_out_flush(&c->out, NULL, 0) < 0)
+            return CLOSE;
+        if (begun && !body && !header_deadline)
+            header_deadline = sp__http_deadline(o->header_timeout_ms);
+        ssize_t n = !begun ? read_idle(c, sp__http_deadline(first ? o->header_timeout_ms
+                                                               : o->keepalive_timeout_ms))
+                    : body ? conn_read(c, BODY_READ, sp__http_deadline(o->body_timeout_ms))
+                           : conn_read(c, HEADER_READ, header_deadline);
+        if (n > 0)
+            continue;
+        return n == -ETIMEDOUT && begun ? 408 : CLOSE;
+    }
+}
+
+/* Read and drop what the client still sends, for a bounded time. */
+static void linger(sp__http_conn_t *c)
+{
+    shutdown(c->fd, SHUT_WR);
+    uint64_t deadline = sp__http_deadline(LINGER_MS);
+    size_t dropped = 0;
+    while (dropped < LINGER_BYTES) {
+        sp_buf_clear(&c->in);
+        ssize_t n = conn_read(c, BODY_READ, deadline);
+        if (n <= 0)
+            break;
+        dropped += (size_t)n;
+    }
+    sp_buf_clear(&c->in);
+}
+
+/* ---- answering ---------------------------------------------------------------- */
+
+static void access_log(sp__http_conn_t *c)
+{
+    sp_http_server_t *srv = c->srv;
+    if (!srv->access)
+        return;
+    char peer[SP_ADDR_TEXT_MAX] = "-";
+    sp_addr_format(c->req.peer, peer, sizeof peer);
+    bool parsed = c->req.headers_done;
+    uint64_t us = (sp_now_ns() - c->start_ns) / 1000;
+    SP_LOG_INFO(srv->access, "%s \"%s %s\" %d %llu %lluus", peer,
+                parsed ? sp_http_request_method_name(&c->req) : "-",
+                parsed ? sp_http_request_target(&c->req) : "-", c->res.status,
+                (unsigned long long)c->res.sent, (unsigned long long)us);
+}
+
+/* Lay out the response, count and log it; false: close the connection. */
+static bool finish(sp__http_conn_t *c)
+{
+    bool ok = sp__http_res_finish(&c->res);
+    atomic_fetch_add(&c->srv->n_requests, 1);
+    access_log(c);
+    return ok && !c->res.close;
+}
+
+static void prepare_response(sp__http_conn_t *c)
+{
+    sp_http_response_t *res = &c->res;
+    sp__http_res_reset(res);
+    res->version = c->req.version ? c->req.version : 11;
+    res->head_only = c->req.headers_done && c->req.method == SP_HTTP_HEAD;
+    res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req) ||
+                 atomic_load(&c->srv->stopping);
+}
+
+/* Run the handler for a complete request. false: close the connection. */
+static bool handle(sp__http_conn_t *c)
+{
+    sp_http_server_t *srv = c->srv;
+    prepare_response(c);
+    int rc = srv->handler(&c->req, &c->res, srv->arg);
+    if (rc != 0) {
+        atomic_fetch_add(&srv->n_handler_errors, 1);
+        /* Streamed already: only closing tells the client it is cut short. */
+        if (c->res.started || sp_http_response_error(&c->res, 500, NULL, NULL) < 0)
+            return false;
+    }
+    bool keep = finish(c);
+    sp__http_req_reset(&c->req);
+    c->continued = false;
+    return keep;
+}
+
+/* Answer an error in the request itself (or 503), then close. */
+static void refuse(sp__http_conn_t *c, int status)
+{
+    atomic_fetch_add(status == 503 ? &c->srv->n_busy : &c->srv->n_bad, 1);
+    if (!c->start_ns)
+        c->start_ns = sp_now_ns();
+    prepare_response(c);
+    c->res.close = true;
+    sp_http_response_error(&c->res, status, NULL, NULL);
+    finish(c);
+    if (sp__http_out_flush(&c->out, NULL, 0) == 0)
+        linger(c);
+}
+
+static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
+                      const sp_addr_t *peer)
+{
+    memset(c, 0, sizeof *c);
+    c->srv = srv;
+    c->fd = fd;
+    sp_buf_init(&c->in);
+    c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_ms};
+    sp__http_req_init(&c->req, &srv->opts);
+    c->req.peer = peer;
+    sp__http_res_init(&c->res, &c->out, srv->server_line);
+}
+
+static void conn_free(sp__http_conn_t *c)
+{
+    sp__http_req_free(&c->req);
+    sp__http_res_free(&c->res);
+    sp_buf_free(&c->in);
+    sp_buf_free(&c->out.buf);
+}
+
+static void serve_requests(sp__http_conn_t *c)
+{
+    for (bool first = true;; first = false) {
+        c->start_ns = 0;
+        int rc = read_request(c, first);
+        if (rc > 0)
+            refuse(c, rc);
+        if (rc != 0 || !handle(c))
+            break;
+    }
+    sp__http_out_flush(&c->out, NULL, 0);
+    if (sp_buf_len(&c->in)) /* pipelined requests after a close */
+        linger(c);
+}
+
+void sp__http_serve(int fd, const sp_addr_t *peer, void *arg)
+{
+    sp_http_server_t *srv = arg;
+    atomic_fetch_add(&srv->n_conns, 1);
+    int active = atomic_fetch_add(&srv->conns, 1) + 1;
+    sp__http_conn_t c;
+    conn_init(&c, srv, fd, peer);
+    link_conn(&c);
+    if (srv->opts.max_conns && active > srv->opts.max_conns)
+        refuse(&c, 503);
+    else
+        serve_requests(&c);
+    unlink_conn(&c);
+    conn_free(&c);
+    atomic_fetch_sub(&srv->conns, 1);
+}

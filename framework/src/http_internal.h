@@ -1,0 +1,167 @@
+/* Internals of the HTTP server shared by the http_*.c files: the request
+ * (parser glue), the response, output to the socket and the server. */
+#ifndef SP_HTTP_INTERNAL_H
+#define SP_HTTP_INTERNAL_H
+
+#include <http_parser.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <strings.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "spindle/buffer.h"
+#include "spindle/http.h"
+#include "spindle/log.h"
+
+/* ---- requests: http_parse.c, http_request.c ------------------------------ */
+
+/* Offsets into the request's text: strings move when the text grows. */
+typedef struct sp__http_kv {
+    size_t name, value;
+} sp__http_kv_t;
+
+/* Where the parser is in the header lines. */
+enum { SP__LAST_NONE, SP__LAST_FIELD, SP__LAST_VALUE };
+
+struct sp_http_request {
+    http_parser parser;
+    const sp_http_server_opts_t *opts; /* limits, defaults filled in */
+    /* Target, header names and values, decoded path, raw query and the
+     * decoded parameters, each NUL-terminated, one after the other. */
+    sp_buf_t text;
+    sp__http_kv_t *kv; /* headers [0, nheaders), then the parameters */
+    size_t nheaders, nparams, kv_cap;
+    size_t target_len, header_bytes;
+    size_t path, query; /* offsets in text */
+    int last;           /* SP__LAST_*: which token the parser is in */
+    sp_buf_t body;
+    int error;          /* status for the error that stopped the parser */
+    bool begun;         /* the first byte of the request was parsed */
+    bool headers_done, complete, expect_continue, keep_alive, upgrade;
+    sp_http_method_t method;
+    int version;
+    const sp_addr_t *peer;
+    /* Responses (the client parses them with the same code): */
+    int status;
+    bool skip_body; /* set before parsing the answer to a HEAD */
+};
+
+typedef enum { SP__HTTP_MORE, SP__HTTP_DONE, SP__HTTP_FAILED } sp__http_state_t;
+
+void sp__http_req_init(sp_http_request_t *r, const sp_http_server_opts_t *opts);
+/* The same for either kind of message: the client parses responses into an
+ * sp_http_request_t too (headers, body, keep_alive, status). */
+void sp__http_msg_init(sp_http_request_t *r, const sp_http_server_opts_t *opts,
+                       bool response);
+/* Forget the last request, keep the memory, parse the next one. */
+void sp__http_req_reset(sp_http_request_t *r);
+void sp__http_req_free(sp_http_request_t *r);
+/* Parse bytes of the connection's input: returns how many belong to the
+ * current request; *state says whether it is complete (the rest is the
+ * next request's), needs more bytes, or failed with r->error. */
+size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
+                         sp__http_state_t *state);
+/* Decode target, path and query parameters after the headers; 0 or 400. */
+int sp__http_req_decode_target(sp_http_request_t *r);
+const char *sp__http_req_str(const sp_http_request_t *r, size_t off);
+/* Whether a header name is `lower` (given in lower case): the first byte
+ * decides most comparisons without a call. */
+static inline bool sp__http_named(const char *name, const char *lower)
+{
+    return (name[0] | 0x20) == lower[0] && !strcasecmp(name, lower);
+}
+
+/* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
+bool sp__http_is_token(const char *s);
+/* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
+ * it in nheaders or nparams. */
+int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);
+
+/* ---- output: http_io.c --------------------------------------------------- */
+
+/* A connection's output: bytes gathered in buf go out together. */
+typedef struct sp__http_out {
+    int fd;
+    sp_buf_t buf;
+    int64_t timeout_ms; /* per wait for the socket to take bytes; < 0 none */
+} sp__http_out_t;
+
+/* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
+int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
+/* Flush, then len bytes of file_fd from off with sendfile. 0 or -errno. */
+int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len);
+/* The deadline ms from now on the sp_now_ns clock; 0 (none) for ms < 0. */
+uint64_t sp__http_deadline(int64_t ms);
+/* Microseconds left until deadline_ns (sp_now_ns clock), -1 for none. */
+int64_t sp__http_left_us(uint64_t deadline_ns);
+/* Wait for readiness: sp_io_wait in a fiber, poll elsewhere. 0 or -errno. */
+int sp__http_wait(int fd, int event, int64_t timeout_us);
+/* Read up to `size` more bytes into `in`, waiting until deadline_ns (0:
+ * none). A read that came back short means the socket was emptied: the
+ * next call waits for readiness first instead of paying for an EAGAIN
+ * (*drained carries that between calls). Bytes read, 0 at EOF, -errno,
+ * -ETIMEDOUT. */
+ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline,
+                      bool *drained);
+
+/* ---- responses: http_response.c ------------------------------------------ */
+
+struct sp_http_response {
+    sp__http_out_t *out;
+    const char *server_line; /* "Server: spindle\r\n" or "" */
+    int status;
+    int version;         /* of the request: 10 or 11 */
+    bool head_only;      /* HEAD: headers, no body */
+    bool close;          /* Connection: close, then close */
+    bool started;        /* headers sent */
+    bool chunked;        /* streamed body in chunks */
+    bool has_length;     /* the handler set Content-Length */
+    bool failed;         /* a write failed or the length came out wrong */
+    uint64_t length;     /* the handler's Content-Length */
+    uint64_t sent;       /* body bytes written so far */
+    sp_buf_t head;       /* the handler's header lines, "Name: value\r\n" */
+    sp_buf_t body;
+};
+
+void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
+                       const char *server_line);
+void sp__http_res_reset(sp_http_response_t *res);
+void sp__http_res_free(sp_http_response_t *res);
+/* After the handler: put the whole response (or the end of a streamed one)
+ * into the output. false when the connection must close without more. */
+bool sp__http_res_finish(sp_http_response_t *res);
+
+/* ---- dates: http_date.c -------------------------------------------------- */
+
+#define SP__HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
+/* The current time, from a per-thread cache rebuilt at most once a second. */
+void sp__http_date_now(char out[SP__HTTP_DATE_LEN]);
+void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
+/* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
+time_t sp__http_date_parse(const char *s);
+
+/* ---- the server: http_server.c, http_conn.c ------------------------------ */
+
+typedef struct sp__http_conn sp__http_conn_t;
+
+struct sp_http_server {
+    sp_tcp_server_t *tcp;
+    sp_http_handler_fn handler;
+    void *arg;
+    sp_http_server_opts_t opts; /* defaults filled in */
+    char server_line[128];
+    sp_logger_t *access; /* NULL unless opts.access_log */
+    _Atomic bool stopping;
+    _Atomic int conns;
+    pthread_mutex_t lock; /* the list of connections */
+    sp__http_conn_t *list;
+    _Atomic uint64_t n_conns, n_requests, n_bad, n_handler_errors, n_busy;
+};
+
+/* The TCP server's connection handler (arg: the sp_http_server_t). */
+void sp__http_serve(int fd, const sp_addr_t *peer, void *arg);
+/* Shut down the connections waiting for a next request (stop). */
+void sp__http_close_idle(sp_http_server_t *srv);
+
+#endif

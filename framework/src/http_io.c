@@ -1,0 +1,137 @@
+/* Connection output: gathered writes and sendfile on the non-blocking
+ * socket, each wait for writability bounded by the send timeout.
+ *
+ * The calls use MSG_DONTWAIT and wait with sp_io_wait themselves rather
+ * than relying on the hooks, so the server behaves the same in every
+ * flavour of the library, and because sendfile(2) is not hooked at all.
+ * MSG_NOSIGNAL: a client that went away gives EPIPE, never SIGPIPE. */
+#include <errno.h>
+#include <poll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include "http_internal.h"
+#include "spindle/timer.h"
+
+uint64_t sp__http_deadline(int64_t ms)
+{
+    return ms < 0 ? 0 : sp_now_ns() + (uint64_t)ms * 1000000u;
+}
+
+int64_t sp__http_left_us(uint64_t deadline_ns)
+{
+    if (!deadline_ns)
+        return -1;
+    uint64_t now = sp_now_ns();
+    return now >= deadline_ns ? 0 : (int64_t)((deadline_ns - now) / 1000);
+}
+
+/* sp_io_wait in a fiber; poll(2) on a plain thread (the client may be
+ * used from one), where sp_io_wait says -EPERM. */
+int sp__http_wait(int fd, int event, int64_t timeout_us)
+{
+    int rc = sp_io_wait(fd, event, timeout_us);
+    if (rc != -EPERM)
+        return rc;
+    struct pollfd p = {fd, (short)(event == SP_IO_READ ? POLLIN : POLLOUT), 0};
+    int ms = timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000);
+    do
+        rc = poll(&p, 1, ms);
+    while (rc < 0 && errno == EINTR);
+    return rc > 0 ? 0 : rc == 0 ? -ETIMEDOUT : -errno;
+}
+
+static int wait_writable(const sp__http_out_t *o)
+{
+    int64_t us = o->timeout_ms < 0 ? -1 : o->timeout_ms * 1000;
+    return sp__http_wait(o->fd, SP_IO_WRITE, us);
+}
+
+ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool *drained)
+{
+    char *dst = sp_buf_reserve(in, size);
+    if (!dst)
+        return -ENOMEM;
+    for (;;) {
+        if (!*drained) {
+            ssize_t n = recv(fd, dst, size, MSG_DONTWAIT);
+            if (n >= 0) {
+                *drained = (size_t)n < size;
+                sp_buf_commit(in, (size_t)n);
+                return n;
+            }
+            if (errno != EAGAIN && errno != EINTR)
+                return -errno;
+        }
+        *drained = false;
+        int64_t us = sp__http_left_us(deadline);
+        if (us == 0)
+            return -ETIMEDOUT;
+        int rc = sp__http_wait(fd, SP_IO_READ, us);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* Drop `done` bytes from the front of iov[0..*n). */
+static struct iovec *advance(struct iovec *iov, int *n, size_t done)
+{
+    while (*n && done >= iov->iov_len) {
+        done -= iov->iov_len;
+        iov++;
+        (*n)--;
+    }
+    if (*n) {
+        iov->iov_base = (char *)iov->iov_base + done;
+        iov->iov_len -= done;
+    }
+    return iov;
+}
+
+enum { MAX_IOV = 4 };
+
+int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
+{
+    struct iovec vec[MAX_IOV];
+    int cnt = 0;
+    if (sp_buf_len(&o->buf))
+        vec[cnt++] = (struct iovec){sp_buf_data(&o->buf), sp_buf_len(&o->buf)};
+    for (int i = 0; i < n && cnt < MAX_IOV; i++)
+        if (extra[i].iov_len)
+            vec[cnt++] = extra[i];
+    struct iovec *iov = vec;
+    int rc = 0;
+    while (cnt) {
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+        ssize_t w = sendmsg(o->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w >= 0) {
+            iov = advance(iov, &cnt, (size_t)w);
+        } else if (errno == EAGAIN) {
+            if ((rc = wait_writable(o)) < 0)
+                break;
+        } else if (errno != EINTR) {
+            rc = -errno;
+            break;
+        }
+    }
+    sp_buf_clear(&o->buf);
+    return rc;
+}
+
+int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len)
+{
+    int rc = sp__http_out_flush(o, NULL, 0);
+    while (rc == 0 && len) {
+        ssize_t w = sendfile(o->fd, file_fd, &off, len);
+        if (w > 0) {
+            len -= (size_t)w;
+        } else if (w == 0) {
+            rc = -EIO; /* the file is shorter than it said: shrunk meanwhile */
+        } else if (errno == EAGAIN) {
+            rc = wait_writable(o);
+        } else if (errno != EINTR) {
+            rc = -errno;
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,321 @@
+/* http-parser glue: callbacks that collect a request into its text arena,
+ * enforce our limits, and stop at the end of each message.
+ *
+ * http-parser may deliver a token (target, header name, value) in several
+ * pieces, split wherever a read ended, so pieces are appended to the text
+ * and a token ends when the next kind of token starts. Each token is
+ * NUL-terminated in place. The parser pauses in on_message_complete, never
+ * earlier (pausing in on_headers_complete leaves a byte unconsumed), so
+ * the bytes after a request stay in the connection's buffer for the next
+ * one: that is what makes pipelining work.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_internal.h"
+
+static http_parser_settings settings;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static sp_http_request_t *req_of(http_parser *p)
+{
+    return p->data;
+}
+
+/* Stop the parser with this status: returning non-zero from a callback
+ * makes http_parser_execute fail with HPE_CB_*. */
+static int fail(sp_http_request_t *r, int status)
+{
+    r->error = status;
+    return -1;
+}
+
+static int text_add(sp_http_request_t *r, const char *p, size_t n)
+{
+    return sp_buf_append(&r->text, p, n) < 0 ? fail(r, 500) : 0;
+}
+
+/* End the token being collected with a NUL. */
+static int text_end(sp_http_request_t *r)
+{
+    return text_add(r, "", 1);
+}
+
+static int on_message_begin(http_parser *p)
+{
+    req_of(p)->begun = true;
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+    sp_http_request_t *r = req_of(p);
+    r->target_len += n;
+    if (r->target_len > r->opts->max_request_line)
+        return fail(r, 414);
+    return text_add(r, at, n);
+}
+
+/* Header bytes count against max_header_size, trailers of a chunked body
+ * too (they are not kept). */
+static int count_header_bytes(sp_http_request_t *r, size_t n)
+{
+    r->header_bytes += n;
+    return r->header_bytes > r->opts->max_header_size ? fail(r, 431) : 0;
+}
+
+static int new_header(sp_http_request_t *r)
+{
+    if (r->nheaders >= (size_t)r->opts->max_headers)
+        return fail(r, 431);
+    /* The target or the previous value ends here. */
+    if (text_end(r) < 0)
+        return -1;
+    if (sp__http_kv_push(r, sp_buf_len(&r->text), 0) < 0)
+        return fail(r, 500);
+    r->nheaders++;
+    r->header_bytes += 4; /* ": " and CRLF, as on the wire */
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+    sp_http_request_t *r = req_of(p);
+    if (count_header_bytes(r, n) < 0)
+        return -1;
+    if (r->headers_done)
+        return 0; /* a trailer */
+    if (r->last != SP__LAST_FIELD) {
+        if (new_header(r) < 0)
+            return -1;
+        r->last = SP__LAST_FIELD;
+    }
+    return text_add(r, at, n);
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+    sp_http_request_t *r = req_of(p);
+    if (count_header_bytes(r, n) < 0)
+        return -1;
+    if (r->headers_done)
+        return 0;
+    if (r->last != SP__LAST_VALUE) {
+        if (text_end(r) < 0) /* the name ends */
+            return -1;
+        r->kv[r->nheaders - 1].value = sp_buf_len(&r->text);
+        r->last = SP__LAST_VALUE;
+    }
+    return text_add(r, at, n);
+}
+
+static sp_http_method_t method_of(unsigned m)
+{
+    switch (m) {
+    case HTTP_GET: return SP_HTTP_GET;
+    case HTTP_HEAD: return SP_HTTP_HEAD;
+    case HTTP_POST: return SP_HTTP_POST;
+    case HTTP_PUT: return SP_HTTP_PUT;
+    case HTTP_DELETE: return SP_HTTP_DELETE;
+    case HTTP_PATCH: return SP_HTTP_PATCH;
+    case HTTP_OPTIONS: return SP_HTTP_OPTIONS;
+    case HTTP_TRACE: return SP_HTTP_TRACE;
+    case HTTP_CONNECT: return SP_HTTP_CONNECT;
+    default: return SP_HTTP_OTHER;
+    }
+}
+
+/* Values lose their trailing blanks (http-parser drops the leading ones). */
+static void trim_values(sp_http_request_t *r)
+{
+    char *base = sp_buf_data(&r->text);
+    for (size_t i = 0; i < r->nheaders; i++) {
+        char *v = base + r->kv[i].value;
+        size_t n = strlen(v);
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+            v[--n] = '\0';
+    }
+}
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+/* Request smuggling defences, on the raw header lines: http-parser 2.9.4
+ * lets some of these through. A message whose length two parties could
+ * read differently is refused: several Content-Length lines (even equal
+ * ones), Content-Length with Transfer-Encoding, several Transfer-Encoding
+ * lines or any coding but a lone "chunked". HTTP/1.1 needs one Host. */
+static int check_framing(sp_http_request_t *r)
+{
+    int cl = 0, te = 0, host = 0;
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const char *name = sp__http_req_str(r, r->kv[i].name);
+        const char *value = sp__http_req_str(r, r->kv[i].value);
+        if (!sp__http_is_token(name))
+            return 400; /* "Content Length" must not pass as some header */
+        if (sp__http_named(name, "content-length")) {
+            if (++cl > 1 || !all_digits(value))
+                return 400;
+        } else if (sp__http_named(name, "transfer-encoding")) {
+            if (++te > 1 || strcasecmp(value, "chunked"))
+                return 400;
+        } else if (sp__http_named(name, "host")) {
+            host++;
+        }
+    }
+    if ((cl && te) || host > 1 || (r->version == 11 && host == 0))
+        return 400;
+    return 0;
+}
+
+static bool wants_continue(const sp_http_request_t *r)
+{
+    const char *e = sp_http_request_header(r, "expect");
+    return e && r->version == 11 && !strcasecmp(e, "100-continue");
+}
+
+/* The client's side: a response's headers. Returning 1 tells http-parser
+ * there is no body (the answer to a HEAD). */
+static int response_headers_complete(sp_http_request_t *r, http_parser *p)
+{
+    r->status = (int)p->status_code;
+    if ((p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
+        return fail(r, 413);
+    r->keep_alive = http_should_keep_alive(p);
+    r->headers_done = true;
+    return r->skip_body ? 1 : 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    sp_http_request_t *r = req_of(p);
+    if (text_end(r) < 0) /* the last value, or the target */
+        return -1;
+    trim_values(r);
+    r->version = p->http_major == 1 && p->http_minor == 0 ? 10 : 11;
+    if (p->type == HTTP_RESPONSE)
+        return response_headers_complete(r, p);
+    r->method = method_of(p->method);
+    if (p->http_major != 1)
+        return fail(r, 505); /* HTTP/0.9 or 2.0 in HTTP/1 syntax */
+    int status = check_framing(r);
+    if (!status)
+        status = sp__http_req_decode_target(r);
+    if (status)
+        return fail(r, status);
+    /* Refuse a body that is too long before reading it (and before any
+     * "100 Continue"); a chunked one is counted as it comes. */
+    if ((p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
+        return fail(r, 413);
+    r->keep_alive = http_should_keep_alive(p);
+    r->expect_continue = wants_continue(r);
+    r->headers_done = true;
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+    sp_http_request_t *r = req_of(p);
+    if (sp_buf_len(&r->body) + n > r->opts->max_body)
+        return fail(r, 413);
+    return sp_buf_append(&r->body, at, n) < 0 ? fail(r, 500) : 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    sp_http_request_t *r = req_of(p);
+    r->complete = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static void settings_init(void)
+{
+    http_parser_settings_init(&settings);
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_header_field = on_header_field;
+    settings.on_header_value = on_header_value;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+}
+
+void sp__http_msg_init(sp_http_request_t *r, const sp_http_server_opts_t *opts,
+                       bool response)
+{
+    pthread_once(&settings_once, settings_init);
+    memset(r, 0, sizeof *r);
+    r->opts = opts;
+    sp_buf_init(&r->text);
+    sp_buf_init(&r->body);
+    http_parser_init(&r->parser, response ? HTTP_RESPONSE : HTTP_REQUEST);
+    r->parser.data = r;
+}
+
+void sp__http_req_init(sp_http_request_t *r, const sp_http_server_opts_t *opts)
+{
+    sp__http_msg_init(r, opts, false);
+}
+
+void sp__http_req_reset(sp_http_request_t *r)
+{
+    sp_buf_clear(&r->text);
+    sp_buf_clear(&r->body);
+    r->nheaders = r->nparams = 0;
+    r->target_len = r->header_bytes = 0;
+    r->path = r->query = 0;
+    r->last = SP__LAST_NONE;
+    r->error = 0;
+    r->begun = r->headers_done = r->complete = false;
+    r->expect_continue = r->keep_alive = r->upgrade = false;
+    r->status = 0;
+}
+
+void sp__http_req_free(sp_http_request_t *r)
+{
+    sp_buf_free(&r->text);
+    sp_buf_free(&r->body);
+    free(r->kv);
+    r->kv = NULL;
+    r->kv_cap = 0;
+}
+
+/* The status for a parser error that our callbacks did not choose. */
+static int status_of(enum http_errno e)
+{
+    return e == HPE_HEADER_OVERFLOW ? 431 : 400;
+}
+
+size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
+                         sp__http_state_t *state)
+{
+    size_t used = http_parser_execute(&r->parser, &settings, p, n);
+    enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
+    if (e == HPE_PAUSED) {
+        http_parser_pause(&r->parser, 0);
+        e = HPE_OK;
+    }
+    if (e != HPE_OK) {
+        if (!r->error)
+            r->error = status_of(e);
+        *state = SP__HTTP_FAILED;
+    } else if (r->complete) {
+        /* After an upgrade request the rest is another protocol we do not
+         * speak: answer this request, then close. */
+        r->upgrade = r->parser.upgrade;
+        *state = SP__HTTP_DONE;
+    } else {
+        *state = SP__HTTP_MORE;
+    }
+    return used;
+}

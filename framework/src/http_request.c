@@ -1,0 +1,288 @@
+/* Requests: the decoded target (path, query parameters) and accessors.
+ * Strings live in the request's text arena and are reached by offset,
+ * because the arena moves while it grows. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_internal.h"
+
+const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
+{
+    return sp_buf_data(&r->text) + off;
+}
+
+/* RFC 7230 tchar (visible ASCII but the separators), as a table built
+ * once: it is looked up for every byte of every header name. */
+static bool tchar[256];
+static pthread_once_t tchar_once = PTHREAD_ONCE_INIT;
+
+static void tchar_init(void)
+{
+    static const char separators[] = "\"(),/:;<=>?@[\\]{}";
+    for (int c = '!'; c < 127; c++)
+        tchar[c] = !memchr(separators, c, sizeof separators - 1);
+}
+
+bool sp__http_is_token(const char *s)
+{
+    pthread_once(&tchar_once, tchar_init);
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!tchar[(unsigned char)*s])
+            return false;
+    return true;
+}
+
+int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
+{
+    size_t n = r->nheaders + r->nparams;
+    if (n == r->kv_cap) {
+        size_t cap = r->kv_cap ? r->kv_cap * 2 : 16;
+        sp__http_kv_t *kv = realloc(r->kv, cap * sizeof *kv);
+        if (!kv)
+            return -ENOMEM;
+        r->kv = kv;
+        r->kv_cap = cap;
+    }
+    r->kv[n] = (sp__http_kv_t){name, value};
+    return 0;
+}
+
+static int hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decode text[off, off+n) onto the end of the text, NUL-terminated
+ * ('+' becomes a space in query parameters). Returns the new string's
+ * offset, or -1 for a bad escape, a NUL byte or no memory. */
+static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
+{
+    char *dst = sp_buf_reserve(&r->text, n + 1);
+    if (!dst)
+        return -1;
+    const char *src = sp_buf_data(&r->text) + off; /* after the reserve */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = src[i];
+        if (c == '%') {
+            int hi = i + 2 < n ? hex(src[i + 1]) : -1;
+            int lo = hi >= 0 ? hex(src[i + 2]) : -1;
+            if (lo < 0)
+                return -1;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        } else if (c == '+' && plus) {
+            c = ' ';
+        }
+        if (c == '\0')
+            return -1;
+        dst[k++] = c;
+    }
+    dst[k++] = '\0';
+    ssize_t at = (ssize_t)sp_buf_len(&r->text);
+    sp_buf_commit(&r->text, k);
+    return at;
+}
+
+/* Copy text[off, off+n) onto the end, NUL-terminated. */
+static ssize_t copy(sp_http_request_t *r, size_t off, size_t n)
+{
+    char *dst = sp_buf_reserve(&r->text, n + 1);
+    if (!dst)
+        return -1;
+    memcpy(dst, sp_buf_data(&r->text) + off, n);
+    dst[n] = '\0';
+    ssize_t at = (ssize_t)sp_buf_len(&r->text);
+    sp_buf_commit(&r->text, n + 1);
+    return at;
+}
+
+/* One "name=value" (or "name") piece of the query at text[off, off+n). */
+static int add_param(sp_http_request_t *r, size_t off, size_t n)
+{
+    const char *eq = memchr(sp__http_req_str(r, off), '=', n);
+    size_t nlen = eq ? (size_t)(eq - sp__http_req_str(r, off)) : n;
+    ssize_t name = decode(r, off, nlen, true);
+    ssize_t value = name < 0 ? -1
+                    : eq     ? decode(r, off + nlen + 1, n - nlen - 1, true)
+                             : copy(r, off, 0);
+    if (value < 0 || sp__http_kv_push(r, (size_t)name, (size_t)value) < 0)
+        return -1;
+    r->nparams++;
+    return 0;
+}
+
+static int split_params(sp_http_request_t *r, size_t q, size_t qlen)
+{
+    size_t i = 0;
+    while (i < qlen) {
+        const char *start = sp__http_req_str(r, q + i);
+        const char *amp = memchr(start, '&', qlen - i);
+        size_t n = amp ? (size_t)(amp - start) : qlen - i;
+        if (n && add_param(r, q + i, n) < 0)
+            return -1;
+        i += n + 1;
+    }
+    return 0;
+}
+
+/* The target is text[0, target_len): origin form "/p?q", absolute form
+ * "http://h/p?q", "*" (OPTIONS) or an authority (CONNECT). */
+/* Origin form, the usual case, without http_parser_parse_url: the
+ * request line parser already checked its characters. */
+static void split_origin(const char *t, size_t tl, size_t *plen, size_t *qoff, size_t *qlen)
+{
+    const char *hash = memchr(t, '#', tl);
+    size_t end = hash ? (size_t)(hash - t) : tl;
+    const char *q = memchr(t, '?', end);
+    *plen = q ? (size_t)(q - t) : end;
+    if (q) {
+        *qoff = *plen + 1;
+        *qlen = end - *qoff;
+    }
+}
+
+int sp__http_req_decode_target(sp_http_request_t *r)
+{
+    const char *t = sp__http_req_str(r, 0);
+    size_t tl = r->target_len;
+    size_t poff = 0, plen = tl, qoff = 0, qlen = 0;
+    if (tl && t[0] == '/') {
+        split_origin(t, tl, &plen, &qoff, &qlen);
+    } else if (!(tl == 1 && t[0] == '*')) {
+        struct http_parser_url u;
+        http_parser_url_init(&u);
+        if (tl == 0 || http_parser_parse_url(t, tl, r->method == SP_HTTP_CONNECT, &u))
+            return 400;
+        poff = u.field_data[UF_PATH].off;
+        plen = (u.field_set & (1 << UF_PATH)) ? u.field_data[UF_PATH].len : 0;
+        if (u.field_set & (1 << UF_QUERY)) {
+            qoff = u.field_data[UF_QUERY].off;
+            qlen = u.field_data[UF_QUERY].len;
+        }
+        if (plen && t[poff] != '/')
+            return 400;
+    }
+    ssize_t path = decode(r, poff, plen, false);
+    ssize_t query = path < 0 ? -1 : copy(r, qoff, qlen);
+    if (query < 0)
+        return 400;
+    r->path = (size_t)path;
+    r->query = (size_t)query;
+    return split_params(r, (size_t)query, qlen) < 0 ? 400 : 0;
+}
+
+/* ---- public accessors ----------------------------------------------------- */
+
+sp_http_method_t sp_http_request_method(const sp_http_request_t *req)
+{
+    return req->method;
+}
+
+const char *sp_http_request_method_name(const sp_http_request_t *req)
+{
+    return http_method_str((enum http_method)req->parser.method);
+}
+
+const char *sp_http_request_target(const sp_http_request_t *req)
+{
+    return sp__http_req_str(req, 0);
+}
+
+const char *sp_http_request_path(const sp_http_request_t *req)
+{
+    return sp__http_req_str(req, req->path);
+}
+
+const char *sp_http_request_query(const sp_http_request_t *req)
+{
+    return sp__http_req_str(req, req->query);
+}
+
+const char *sp_http_request_param(const sp_http_request_t *req, const char *name)
+{
+    const sp__http_kv_t *p = req->kv + req->nheaders;
+    for (size_t i = 0; i < req->nparams; i++)
+        if (!strcmp(sp__http_req_str(req, p[i].name), name))
+            return sp__http_req_str(req, p[i].value);
+    return NULL;
+}
+
+size_t sp_http_request_nparams(const sp_http_request_t *req)
+{
+    return req->nparams;
+}
+
+static int kv_at(const sp_http_request_t *req, size_t i, const char **name,
+                 const char **value)
+{
+    if (name)
+        *name = sp__http_req_str(req, req->kv[i].name);
+    if (value)
+        *value = sp__http_req_str(req, req->kv[i].value);
+    return 0;
+}
+
+int sp_http_request_param_at(const sp_http_request_t *req, size_t i,
+                             const char **name, const char **value)
+{
+    return i < req->nparams ? kv_at(req, req->nheaders + i, name, value) : -ERANGE;
+}
+
+const char *sp_http_request_header(const sp_http_request_t *req, const char *name)
+{
+    char first = (char)(name[0] | 0x20);
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const char *n = sp__http_req_str(req, req->kv[i].name);
+        if ((n[0] | 0x20) == first && !strcasecmp(n, name))
+            return sp__http_req_str(req, req->kv[i].value);
+    }
+    return NULL;
+}
+
+size_t sp_http_request_nheaders(const sp_http_request_t *req)
+{
+    return req->nheaders;
+}
+
+int sp_http_request_header_at(const sp_http_request_t *req, size_t i,
+                              const char **name, const char **value)
+{
+    return i < req->nheaders ? kv_at(req, i, name, value) : -ERANGE;
+}
+
+const void *sp_http_request_body(const sp_http_request_t *req, size_t *len)
+{
+    *len = sp_buf_len(&req->body);
+    return *len ? sp_buf_data(&req->body) : "";
+}
+
+int sp_http_request_version(const sp_http_request_t *req)
+{
+    return req->version;
+}
+
+bool sp_http_request_keep_alive(const sp_http_request_t *req)
+{
+    return req->keep_alive && !req->upgrade;
+}
+
+const sp_addr_t *sp_http_request_peer(const sp_http_request_t *req)
+{
+    return req->peer;
+}
+
+const char *sp_http_method_name(sp_http_method_t m)
+{
+    static const char *const names[] = {"GET",   "HEAD",    "POST",  "PUT",     "DELETE",
+                                        "PATCH", "OPTIONS", "TRACE", "CONNECT", "OTHER"};
+    return (unsigned)m <= SP_HTTP_OTHER ? names[m] : "OTHER";
+}

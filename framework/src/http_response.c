@@ -1,0 +1,433 @@
+/* Responses: status, header lines and body, laid out into the connection's
+ * output buffer.
+ *
+ * A buffered response is laid out when the handler returns, with its
+ * Content-Length; a streamed one (sp_http_response_write) sends its headers
+ * on the first write and its body as chunks. Small bodies are copied next
+ * to the headers so one send carries both (and, when pipelined, several
+ * responses); big ones go out from where they are, in the same sendmsg. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_internal.h"
+
+/* Bodies up to this size are copied into the output buffer; the buffer is
+ * sent once it holds this much. */
+enum { COPY_MAX = 16 * 1024, FLUSH_AT = 64 * 1024 };
+
+/* How a response's body is delimited. */
+typedef enum { BY_LENGTH, BY_CHUNKS, BY_CLOSE, NO_BODY } framing_t;
+
+void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
+                       const char *server_line)
+{
+    memset(res, 0, sizeof *res);
+    res->out = out;
+    res->server_line = server_line;
+    sp_buf_init(&res->head);
+    sp_buf_init(&res->body);
+    sp__http_res_reset(res);
+}
+
+void sp__http_res_reset(sp_http_response_t *res)
+{
+    sp_buf_clear(&res->head);
+    sp_buf_clear(&res->body);
+    res->status = 200;
+    res->version = 11;
+    res->head_only = res->close = res->started = res->chunked = false;
+    res->has_length = res->failed = false;
+    res->length = res->sent = 0;
+}
+
+void sp__http_res_free(sp_http_response_t *res)
+{
+    sp_buf_free(&res->head);
+    sp_buf_free(&res->body);
+}
+
+const char *sp_http_status_reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "";
+    }
+}
+
+static bool has_no_body(int status)
+{
+    return status < 200 || status == 204 || status == 304;
+}
+
+/* ---- setting status and headers ------------------------------------------ */
+
+int sp_http_response_set_status(sp_http_response_t *res, int status)
+{
+    if (res->started)
+        return -EALREADY;
+    if (status < 100 || status > 599)
+        return -EINVAL;
+    res->status = status;
+    return 0;
+}
+
+int sp_http_response_status(const sp_http_response_t *res)
+{
+    return res->status;
+}
+
+bool sp_http_response_started(const sp_http_response_t *res)
+{
+    return res->started;
+}
+
+static bool valid_value(const char *s)
+{
+    return !strpbrk(s, "\r\n");
+}
+
+static bool server_owned(const char *name)
+{
+    return sp__http_named(name, "date") || sp__http_named(name, "server") ||
+           sp__http_named(name, "connection") || sp__http_named(name, "transfer-encoding");
+}
+
+/* Parse a Content-Length the handler sets. */
+static int parse_length(const char *v, uint64_t *out)
+{
+    uint64_t n = 0;
+    if (!*v)
+        return -EINVAL;
+    for (; *v; v++) {
+        if (*v < '0' || *v > '9' || n > UINT64_MAX / 10 - 1)
+            return -EINVAL;
+        n = n * 10 + (uint64_t)(*v - '0');
+    }
+    *out = n;
+    return 0;
+}
+
+/* Whether the handler may add this header now: 0 or the -errno. */
+static int header_allowed(const sp_http_response_t *res, const char *name,
+                          const char *value)
+{
+    if (res->started)
+        return -EALREADY;
+    if (!sp__http_is_token(name) || !valid_value(value))
+        return -EINVAL;
+    if (server_owned(name))
+        return -EPERM;
+    return 0;
+}
+
+int sp_http_response_add_header(sp_http_response_t *res, const char *name,
+                                const char *value)
+{
+    int rc = header_allowed(res, name, value);
+    if (rc < 0)
+        return rc;
+    bool is_length = sp__http_named(name, "content-length");
+    if (is_length && (res->has_length || parse_length(value, &res->length) < 0))
+        return -EINVAL;
+    size_t n = strlen(name), v = strlen(value);
+    char *dst = sp_buf_reserve(&res->head, n + v + 4);
+    if (!dst)
+        return -ENOMEM;
+    memcpy(dst, name, n);
+    memcpy(dst + n, ": ", 2);
+    memcpy(dst + n + 2, value, v);
+    memcpy(dst + n + 2 + v, "\r\n", 2);
+    sp_buf_commit(&res->head, n + v + 4);
+    res->has_length |= is_length;
+    return 0;
+}
+
+/* Remove every header line called name from the handler's headers. */
+static void remove_header(sp_http_response_t *res, const char *name)
+{
+    size_t n = strlen(name);
+    char *p = sp_buf_data(&res->head);
+    size_t len = sp_buf_len(&res->head), keep = 0;
+    for (size_t i = 0; i < len;) {
+        const char *eol = memchr(p + i, '\n', len - i);
+        size_t line = (size_t)(eol - (p + i)) + 1;
+        bool match = line > n && p[i + n] == ':' && !strncasecmp(p + i, name, n);
+        if (!match) {
+            memmove(p + keep, p + i, line);
+            keep += line;
+        }
+        i += line;
+    }
+    sp_buf_clear(&res->head);
+    sp_buf_commit(&res->head, keep);
+    if (sp__http_named(name, "content-length"))
+        res->has_length = false;
+}
+
+int sp_http_response_set_header(sp_http_response_t *res, const char *name,
+                                const char *value)
+{
+    int rc = header_allowed(res, name, value);
+    if (rc < 0)
+        return rc;
+    remove_header(res, name);
+    return sp_http_response_add_header(res, name, value);
+}
+
+int sp_http_response_set_body(sp_http_response_t *res, const void *p, size_t n)
+{
+    if (res->started)
+        return -EALREADY;
+    sp_buf_clear(&res->body);
+    return n ? sp_buf_append(&res->body, p, n) : 0;
+}
+
+int sp_http_response_append(sp_http_response_t *res, const void *p, size_t n)
+{
+    if (res->started)
+        return -EALREADY;
+    return n ? sp_buf_append(&res->body, p, n) : 0;
+}
+
+int sp_http_response_error(sp_http_response_t *res, int status, const char *name,
+                           const char *value)
+{
+    if (res->started)
+        return -EALREADY;
+    sp_buf_clear(&res->head);
+    res->has_length = false;
+    int rc = sp_http_response_set_status(res, status);
+    if (rc == 0)
+        rc = sp_http_response_add_header(res, "Content-Type", "text/plain; charset=utf-8");
+    if (rc == 0 && name)
+        rc = sp_http_response_add_header(res, name, value);
+    char text[64];
+    int n = snprintf(text, sizeof text, "%d %s\n", status, sp_http_status_reason(status));
+    if (rc == 0 && !has_no_body(status))
+        rc = sp_http_response_set_body(res, text, (size_t)n);
+    return rc;
+}
+
+/* ---- laying out ----------------------------------------------------------- */
+
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10));
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static char *put(char *p, const char *s, size_t n)
+{
+    if (n) /* s may be an empty buffer's NULL */
+        memcpy(p, s, n);
+    return p + n;
+}
+
+#define PUT_LIT(p, lit) put(p, lit, sizeof lit - 1)
+
+static char *put_status_line(char *p, int status)
+{
+    if (status == 200)
+        return PUT_LIT(p, "HTTP/1.1 200 OK\r\n");
+    p = PUT_LIT(p, "HTTP/1.1 ");
+    p = put_u64(p, (uint64_t)status);
+    *p++ = ' ';
+    const char *reason = sp_http_status_reason(status);
+    p = put(p, reason, strlen(reason));
+    return PUT_LIT(p, "\r\n");
+}
+
+/* Status line, the server's headers, the handler's, framing, blank line:
+ * into the output buffer. */
+static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
+{
+    size_t server = strlen(res->server_line), user = sp_buf_len(&res->head);
+    char *p = sp_buf_reserve(&res->out->buf, 200 + server + user);
+    if (!p)
+        return -ENOMEM;
+    char *start = p;
+    p = put_status_line(p, res->status);
+    p = put(p, res->server_line, server);
+    p = PUT_LIT(p, "Date: ");
+    sp__http_date_now(p);
+    p = PUT_LIT(p + SP__HTTP_DATE_LEN, "\r\n");
+    p = put(p, sp_buf_data(&res->head), user);
+    if (how == BY_LENGTH && !res->has_length) {
+        p = PUT_LIT(p, "Content-Length: ");
+        p = PUT_LIT(put_u64(p, len), "\r\n");
+    } else if (how == BY_CHUNKS) {
+        p = PUT_LIT(p, "Transfer-Encoding: chunked\r\n");
+    }
+    if (how == BY_CLOSE)
+        res->close = true;
+    if (res->close)
+        p = PUT_LIT(p, "Connection: close\r\n");
+    else if (res->version == 10)
+        p = PUT_LIT(p, "Connection: keep-alive\r\n");
+    p = PUT_LIT(p, "\r\n");
+    sp_buf_commit(&res->out->buf, (size_t)(p - start));
+    return 0;
+}
+
+/* Body bytes to the socket, after the headers: as a chunk when chunked,
+ * copied when small, sent in place when big. */
+static int emit(sp_http_response_t *res, const void *p, size_t n)
+{
+    if (!n || res->head_only || has_no_body(res->status))
+        return 0;
+    if (res->has_length && res->sent + n > res->length)
+        return -EMSGSIZE;
+    res->sent += n;
+    char size[24] = "";
+    size_t slen = 0;
+    if (res->chunked)
+        slen = (size_t)snprintf(size, sizeof size, "%zx\r\n", n);
+    struct iovec v[3] = {{size, slen},
+                         {(void *)p, n},
+                         {res->chunked ? "\r\n" : "", res->chunked ? 2u : 0u}};
+    if (n > COPY_MAX)
+        return sp__http_out_flush(res->out, v, 3);
+    for (int i = 0; i < 3; i++)
+        if (v[i].iov_len && sp_buf_append(&res->out->buf, v[i].iov_base, v[i].iov_len) < 0)
+            return -ENOMEM;
+    if (sp_buf_len(&res->out->buf) >= FLUSH_AT)
+        return sp__http_out_flush(res->out, NULL, 0);
+    return 0;
+}
+
+static int start_stream(sp_http_response_t *res)
+{
+    framing_t how = has_no_body(res->status) ? NO_BODY
+                    : res->has_length        ? BY_LENGTH
+                    : res->version == 11     ? BY_CHUNKS
+                                             : BY_CLOSE;
+    int rc = put_head(res, how, 0);
+    if (rc < 0)
+        return rc;
+    res->started = true;
+    res->chunked = how == BY_CHUNKS;
+    rc = emit(res, sp_buf_data(&res->body), sp_buf_len(&res->body));
+    sp_buf_clear(&res->body);
+    return rc;
+}
+
+static int stream_failed(sp_http_response_t *res, int rc)
+{
+    if (rc < 0)
+        res->failed = true;
+    return rc;
+}
+
+ssize_t sp_http_response_write(sp_http_response_t *res, const void *p, size_t n)
+{
+    if (res->failed)
+        return -EPIPE;
+    int rc = res->started ? 0 : start_stream(res);
+    if (rc == 0)
+        rc = emit(res, p, n);
+    return rc < 0 ? stream_failed(res, rc) : (ssize_t)n;
+}
+
+int sp_http_response_flush(sp_http_response_t *res)
+{
+    if (res->failed)
+        return -EPIPE;
+    int rc = res->started ? 0 : start_stream(res);
+    if (rc == 0)
+        rc = sp__http_out_flush(res->out, NULL, 0);
+    return stream_failed(res, rc);
+}
+
+int sp_http_response_sendfile(sp_http_response_t *res, int file_fd, off_t offset,
+                              size_t len)
+{
+    if (res->started)
+        return -EALREADY;
+    if (sp_buf_len(&res->body) || (res->has_length && res->length != len))
+        return -EINVAL;
+    framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
+    int rc = put_head(res, how, len);
+    if (rc < 0)
+        return rc;
+    res->started = true;
+    res->has_length = true;
+    res->length = len;
+    if (res->head_only || how == NO_BODY)
+        return 0;
+    rc = sp__http_out_sendfile(res->out, file_fd, offset, len);
+    if (rc == 0)
+        res->sent = len;
+    return stream_failed(res, rc);
+}
+
+/* A buffered response, all at once. A Content-Length set by the handler
+ * that does not match the body is a handler bug: 500. */
+static bool finish_buffered(sp_http_response_t *res)
+{
+    size_t n = sp_buf_len(&res->body);
+    if (res->has_length && !res->head_only && res->length != n &&
+        !has_no_body(res->status))
+        sp_http_response_error(res, 500, NULL, NULL);
+    framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
+    if (put_head(res, how, n) < 0)
+        return false;
+    res->started = true;
+    if (emit(res, sp_buf_data(&res->body), n) < 0)
+        return false;
+    return sp_buf_len(&res->out->buf) < FLUSH_AT ||
+           sp__http_out_flush(res->out, NULL, 0) == 0;
+}
+
+bool sp__http_res_finish(sp_http_response_t *res)
+{
+    if (!res->started)
+        return finish_buffered(res);
+    if (res->failed)
+        return false;
+    bool body = !res->head_only && !has_no_body(res->status);
+    if (body && res->chunked)
+        return sp_buf_append(&res->out->buf, "0\r\n\r\n", 5) == 0;
+    /* A fixed length the handler did not fill: the client would wait for
+     * the rest; closing tells it the body is cut short. */
+    return !(body && res->has_length && res->sent != res->length);
+}

@@ -1,0 +1,125 @@
+/* The HTTP server: options with their defaults, and a TCP server whose
+ * connection handler is the HTTP connection loop (http_conn.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_internal.h"
+
+static void fill_size(size_t *v, size_t def)
+{
+    if (*v == 0)
+        *v = def;
+}
+
+static void fill_ms(int64_t *v, int64_t def)
+{
+    if (*v == 0)
+        *v = def;
+}
+
+static void fill_defaults(sp_http_server_opts_t *o)
+{
+    fill_size(&o->max_request_line, SP_HTTP_DEFAULT_MAX_REQUEST_LINE);
+    fill_size(&o->max_header_size, SP_HTTP_DEFAULT_MAX_HEADER_SIZE);
+    fill_size(&o->max_body, SP_HTTP_DEFAULT_MAX_BODY);
+    if (o->max_headers <= 0)
+        o->max_headers = SP_HTTP_DEFAULT_MAX_HEADERS;
+    fill_ms(&o->header_timeout_ms, SP_HTTP_DEFAULT_HEADER_TIMEOUT_MS);
+    fill_ms(&o->keepalive_timeout_ms, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS);
+    fill_ms(&o->body_timeout_ms, SP_HTTP_DEFAULT_BODY_TIMEOUT_MS);
+    fill_ms(&o->send_timeout_ms, SP_HTTP_DEFAULT_SEND_TIMEOUT_MS);
+    /* Answers are written whole; Nagle would only delay the last piece of
+     * a streamed one. */
+    o->tcp.nodelay = true;
+}
+
+static int server_line(sp_http_server_t *srv, const char *name)
+{
+    if (!name)
+        name = "spindle";
+    if (strpbrk(name, "\r\n"))
+        return -EINVAL;
+    int n = *name ? snprintf(srv->server_line, sizeof srv->server_line,
+                             "Server: %s\r\n", name)
+                  : 0;
+    return n < (int)sizeof srv->server_line ? 0 : -ENAMETOOLONG;
+}
+
+sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn handler,
+                                        void *arg, const sp_http_server_opts_t *opts)
+{
+    if (!io || !handler) {
+        errno = EINVAL;
+        return NULL;
+    }
+    sp_http_server_t *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (opts)
+        srv->opts = *opts;
+    fill_defaults(&srv->opts);
+    srv->handler = handler;
+    srv->arg = arg;
+    pthread_mutex_init(&srv->lock, NULL);
+    int rc = server_line(srv, srv->opts.server_name);
+    srv->opts.server_name = NULL; /* the caller's string is not kept */
+    if (rc == 0 && srv->opts.access_log && !(srv->access = sp_logger("http.access")))
+        rc = -errno;
+    if (rc == 0 && !(srv->tcp = sp_tcp_server_create(io, sp__http_serve, srv, &srv->opts.tcp)))
+        rc = -errno;
+    if (rc < 0) {
+        sp_http_server_destroy(srv);
+        errno = -rc;
+        return NULL;
+    }
+    return srv;
+}
+
+int sp_http_server_listen(sp_http_server_t *srv, const sp_addr_t *addr)
+{
+    return sp_tcp_server_listen(srv->tcp, addr);
+}
+
+int sp_http_server_naddrs(const sp_http_server_t *srv)
+{
+    return sp_tcp_server_naddrs(srv->tcp);
+}
+
+int sp_http_server_addr(const sp_http_server_t *srv, int i, sp_addr_t *out)
+{
+    return sp_tcp_server_addr(srv->tcp, i, out);
+}
+
+int sp_http_server_start(sp_http_server_t *srv)
+{
+    return sp_tcp_server_start(srv->tcp);
+}
+
+int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us)
+{
+    atomic_store(&srv->stopping, true);
+    sp__http_close_idle(srv);
+    return sp_tcp_server_stop(srv->tcp, drain_us);
+}
+
+void sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out)
+{
+    out->connections = atomic_load(&srv->n_conns);
+    out->requests = atomic_load(&srv->n_requests);
+    out->bad_requests = atomic_load(&srv->n_bad);
+    out->handler_errors = atomic_load(&srv->n_handler_errors);
+    out->busy = atomic_load(&srv->n_busy);
+}
+
+void sp_http_server_destroy(sp_http_server_t *srv)
+{
+    if (!srv)
+        return;
+    sp_tcp_server_destroy(srv->tcp);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}

@@ -1,0 +1,1678 @@
+/* HTTP server: an in-process server on 127.0.0.1 talked to with raw
+ * sockets (exact bytes, pipelining, bad input, timeouts), 1,000 client
+ * fibers, and the spindle-httpd program with curl and python3 http.client.
+ * Every client read is bounded by SO_RCVTIMEO. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spindle/http.h>
+#include <spindle/iomanager.h>
+#include <spindle/log.h>
+#include <spindle/net.h>
+#include <spindle/timer.h>
+
+/* ---- a tiny HTTP client on a blocking socket ---------------------------- */
+
+typedef struct client {
+    int fd;
+    char buf[1 << 16];
+    size_t len;
+} client_t;
+
+typedef struct resp {
+    int status;
+    char head[16384]; /* header lines, NUL-terminated */
+    char *body;
+    size_t body_len;
+} resp_t;
+
+static client_t *client_open(const sp_addr_t *a)
+{
+    client_t *c = calloc(1, sizeof *c);
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(c->fd, 0);
+    struct timeval tv = {10, 0}; /* no test waits forever */
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ck_assert_int_eq(connect(c->fd, (const struct sockaddr *)&a->ss, a->len), 0);
+    return c;
+}
+
+static void client_close(client_t *c)
+{
+    close(c->fd);
+    free(c);
+}
+
+static void send_str(client_t *c, const char *s)
+{
+    ck_assert_int_eq(sp_write_full(c->fd, s, strlen(s)), (ssize_t)strlen(s));
+}
+
+/* More bytes into the buffer: the count, 0 at EOF, -1 on error/timeout. */
+static ssize_t fill(client_t *c)
+{
+    if (c->len == sizeof c->buf)
+        return -1;
+    ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+    if (n > 0)
+        c->len += (size_t)n;
+    return n;
+}
+
+static void consume(client_t *c, size_t n)
+{
+    memmove(c->buf, c->buf + n, c->len - n);
+    c->len -= n;
+}
+
+/* Exactly n bytes into dst. */
+static int take(client_t *c, char *dst, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        if (!c->len && fill(c) <= 0)
+            return -1;
+        size_t k = c->len < n - got ? c->len : n - got;
+        memcpy(dst + got, c->buf, k);
+        consume(c, k);
+        got += k;
+    }
+    return 0;
+}
+
+static int take_line(client_t *c, char *line, size_t size)
+{
+    char *eol;
+    while (!(eol = memmem(c->buf, c->len, "\r\n", 2)))
+        if (fill(c) <= 0)
+            return -1;
+    size_t n = (size_t)(eol - c->buf);
+    if (n >= size)
+        return -1;
+    memcpy(line, c->buf, n);
+    line[n] = '\0';
+    consume(c, n + 2);
+    return 0;
+}
+
+/* The value of a response header (first match), or NULL. */
+static const char *hdr(const resp_t *r, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(r->head, "\r\n"); p && p[2]; p = strstr(p + 2, "\r\n")) {
+        const char *line = p + 2;
+        if (!strncasecmp(line, name, n) && line[n] == ':') {
+            const char *v = line + n + 1;
+            while (*v == ' ')
+                v++;
+            const char *end = strstr(v, "\r\n");
+            size_t len = (size_t)(end - v) < size - 1 ? (size_t)(end - v) : size - 1;
+            memcpy(out, v, len);
+            out[len] = '\0';
+            return out;
+        }
+    }
+    return NULL;
+}
+
+static int read_chunked(client_t *c, resp_t *r)
+{
+    char line[128];
+    size_t cap = 0;
+    for (;;) {
+        if (take_line(c, line, sizeof line) < 0)
+            return -1;
+        size_t n = strtoul(line, NULL, 16);
+        if (n == 0)
+            break;
+        if (r->body_len + n + 1 > cap) {
+            cap = (r->body_len + n + 1) * 2;
+            r->body = realloc(r->body, cap);
+        }
+        if (take(c, r->body + r->body_len, n) < 0 || take_line(c, line, sizeof line) < 0)
+            return -1;
+        r->body_len += n;
+    }
+    do /* trailers up to the blank line */
+        if (take_line(c, line, sizeof line) < 0)
+            return -1;
+    while (line[0]);
+    return 0;
+}
+
+static int read_to_eof(client_t *c, resp_t *r)
+{
+    while (fill(c) > 0)
+        ;
+    r->body = malloc(c->len + 1);
+    memcpy(r->body, c->buf, c->len);
+    r->body_len = c->len;
+    c->len = 0;
+    return 0;
+}
+
+/* One response. 0, or -1 on EOF/timeout/garbage. head_only: a HEAD answer. */
+static int get_response(client_t *c, resp_t *r, bool head_only)
+{
+    memset(r, 0, sizeof *r);
+    char *end;
+    while (!(end = memmem(c->buf, c->len, "\r\n\r\n", 4)))
+        if (fill(c) <= 0)
+            return -1;
+    size_t n = (size_t)(end - c->buf) + 4;
+    ck_assert_uint_lt(n, sizeof r->head);
+    memcpy(r->head, c->buf, n);
+    r->head[n] = '\0';
+    consume(c, n);
+    if (sscanf(r->head, "HTTP/1.%*d %d", &r->status) != 1)
+        return -1;
+    char v[64];
+    if (head_only || r->status < 200 || r->status == 204 || r->status == 304)
+        return 0;
+    if (hdr(r, "transfer-encoding", v, sizeof v))
+        return strcasecmp(v, "chunked") ? -1 : read_chunked(c, r);
+    if (!hdr(r, "content-length", v, sizeof v))
+        return read_to_eof(c, r);
+    r->body_len = strtoul(v, NULL, 10);
+    r->body = malloc(r->body_len + 1);
+    return take(c, r->body, r->body_len);
+}
+
+static void resp_free(resp_t *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+/* The body as a string (for short text bodies). */
+static const char *body_str(resp_t *r)
+{
+    r->body = realloc(r->body, r->body_len + 1);
+    r->body[r->body_len] = '\0';
+    return r->body;
+}
+
+/* Send a request, read the answer. */
+static void roundtrip(client_t *c, const char *req, resp_t *r)
+{
+    send_str(c, req);
+    ck_assert_int_eq(get_response(c, r, !strncmp(req, "HEAD", 4)), 0);
+}
+
+/* The server closed the connection: EOF with no further byte. */
+static void assert_closed(client_t *c)
+{
+    ck_assert_uint_eq(c->len, 0);
+    char x;
+    ck_assert_int_eq(read(c->fd, &x, 1), 0);
+}
+
+/* ---- the in-process server ---------------------------------------------- */
+
+typedef struct server {
+    sp_iomanager_t *io;
+    sp_http_server_t *http;
+    sp_http_router_t *router;
+    sp_http_static_t *st;
+    sp_addr_t addr;
+} server_t;
+
+static server_t S;
+static char root_dir[64];
+
+static int h_hello(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    sp_http_response_set_header(res, "Content-Type", "text/plain");
+    return sp_http_response_set_body(res, "hello", 5);
+}
+
+/* Describes the request it got, one "key=value" line each. */
+static int h_echo(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)arg;
+    char line[512];
+    const char *v = sp_http_request_header(req, "X-Test");
+    size_t blen;
+    const char *body = sp_http_request_body(req, &blen);
+    int n = snprintf(line, sizeof line,
+                     "method=%s\ntarget=%s\npath=%s\nquery=%s\nx-test=%s\nversion=%d\n"
+                     "nparams=%zu\nbody=%zu:",
+                     sp_http_request_method_name(req), sp_http_request_target(req),
+                     sp_http_request_path(req), sp_http_request_query(req), v ? v : "(none)",
+                     sp_http_request_version(req), sp_http_request_nparams(req), blen);
+    sp_http_response_append(res, line, (size_t)n);
+    sp_http_response_append(res, body, blen);
+    for (size_t i = 0; i < sp_http_request_nparams(req); i++) {
+        const char *name, *value;
+        sp_http_request_param_at(req, i, &name, &value);
+        n = snprintf(line, sizeof line, "\nparam %s=%s", name, value);
+        sp_http_response_append(res, line, (size_t)n);
+    }
+    return 0;
+}
+
+static int h_empty(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)res;
+    (void)arg;
+    return 0;
+}
+
+static int h_nocontent(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    return sp_http_response_set_status(res, 204);
+}
+
+/* Three pieces, the middle one pushed out on its own. */
+static int h_stream(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    sp_http_response_append(res, "one,", 4);
+    if (sp_http_response_write(res, "two,", 4) < 0 || sp_http_response_flush(res) < 0)
+        return -EIO;
+    return sp_http_response_write(res, "three", 5) < 0 ? -EIO : 0;
+}
+
+static int h_fail(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    sp_http_response_set_body(res, "partial", 7);
+    return arg ? -EIO : -ENOENT;
+}
+
+static int h_fail_late(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    sp_http_response_write(res, "begun", 5);
+    return -EIO;
+}
+
+/* Says which route answered: arg is its name. */
+static int h_named(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    char text[256];
+    int n = snprintf(text, sizeof text, "%s %s", (const char *)arg, sp_http_request_path(req));
+    return sp_http_response_set_body(res, text, (size_t)n);
+}
+
+/* Header rules, then a streamed body of a length fixed in advance. */
+static int h_fixed_stream(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    ck_assert_int_eq(sp_http_response_add_header(res, "X-Evil", "a\r\nInjected: 1"), -EINVAL);
+    ck_assert_int_eq(sp_http_response_add_header(res, "Bad Name", "v"), -EINVAL);
+    ck_assert_int_eq(sp_http_response_add_header(res, "Date", "x"), -EPERM);
+    ck_assert_int_eq(sp_http_response_set_header(res, "connection", "x"), -EPERM);
+    ck_assert_int_eq(sp_http_response_set_status(res, 99), -EINVAL);
+    ck_assert_int_eq(sp_http_response_add_header(res, "X-Twice", "1"), 0);
+    ck_assert_int_eq(sp_http_response_set_header(res, "x-twice", "2"), 0);
+    ck_assert_int_eq(sp_http_response_set_header(res, "Content-Length", "10"), 0);
+    ck_assert_int_eq(sp_http_response_write(res, "01234", 5), 5);
+    ck_assert(sp_http_response_started(res));
+    ck_assert_int_eq(sp_http_response_add_header(res, "X-Late", "1"), -EALREADY);
+    ck_assert_int_eq(sp_http_response_write(res, "56789", 5), 5);
+    return 0;
+}
+
+static int h_big(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    enum { N = 3 << 20 };
+    char *p = malloc(N);
+    for (size_t i = 0; i < N; i++)
+        p[i] = (char)('a' + i % 26);
+    int rc = sp_http_response_set_body(res, p, N);
+    free(p);
+    return rc;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", root_dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The static tree: index.html, a.txt, sub/ (index), empty.txt, big.bin,
+ * link-in -> a.txt, link-out -> /etc/passwd, and a secret next to it. */
+static void make_root(void)
+{
+    snprintf(root_dir, sizeof root_dir, "/tmp/spindle-http-%d", getpid());
+    mkdir(root_dir, 0755);
+    write_file("index.html", "<h1>home</h1>\n");
+    write_file("a.txt", "0123456789abcdef");
+    write_file("empty.txt", "");
+    char path[256];
+    snprintf(path, sizeof path, "%s/sub", root_dir);
+    mkdir(path, 0755);
+    write_file("sub/index.html", "sub index");
+    snprintf(path, sizeof path, "%s/big.bin", root_dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < (4 << 20); i++)
+        fputc((i * 7 + i / 4096) & 0xff, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/link-in", root_dir);
+    ck_assert_int_eq(symlink("a.txt", path), 0);
+    snprintf(path, sizeof path, "%s/link-out", root_dir);
+    ck_assert_int_eq(symlink("/etc/passwd", path), 0);
+    snprintf(path, sizeof path, "%s-secret", root_dir);
+    f = fopen(path, "w");
+    fputs("secret", f);
+    fclose(f);
+}
+
+static void remove_root(void)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s-secret'", root_dir, root_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void add_routes(sp_http_router_t *r)
+{
+    sp_http_router_add(r, SP_HTTP_EXACT, "/hello", SP_HTTP_M_GET, h_hello, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/echo", SP_HTTP_M_ANY, h_echo, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/empty", SP_HTTP_M_ANY, h_empty, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/nocontent", SP_HTTP_M_GET, h_nocontent, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/stream", SP_HTTP_M_GET, h_stream, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/fail", SP_HTTP_M_GET, h_fail, "x");
+    sp_http_router_add(r, SP_HTTP_EXACT, "/fail-late", SP_HTTP_M_GET, h_fail_late, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/big", SP_HTTP_M_GET, h_big, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/fixed", SP_HTTP_M_GET, h_fixed_stream, NULL);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/post-only", SP_HTTP_M_POST | SP_HTTP_M_PUT,
+                       h_named, "post-only");
+    sp_http_router_add(r, SP_HTTP_PREFIX, "/api", SP_HTTP_M_GET, h_named, "api");
+    sp_http_router_add(r, SP_HTTP_PREFIX, "/api/v2/", SP_HTTP_M_GET, h_named, "api-v2");
+    sp_http_router_add(r, SP_HTTP_GLOB, "/img/*.png", SP_HTTP_M_GET, h_named, "png");
+    sp_http_router_add(r, SP_HTTP_PREFIX, "/static", SP_HTTP_M_GET, sp_http_static_handler,
+                       S.st);
+}
+
+static void server_start(const sp_http_server_opts_t *o)
+{
+    make_root();
+    sp_http_static_opts_t so = {.strip_prefix = "/static", .max_age = 60};
+    S.st = sp_http_static_create(root_dir, &so);
+    ck_assert_ptr_nonnull(S.st);
+    S.router = sp_http_router_create();
+    add_routes(S.router);
+    S.io = sp_iomanager_create("http", 2, false);
+    ck_assert_ptr_nonnull(S.io);
+    S.http = sp_http_server_create(S.io, sp_http_router_dispatch, S.router, o);
+    ck_assert_ptr_nonnull(S.http);
+    ck_assert_int_eq(sp_addr_parse("127.0.0.1:0", &S.addr), 0);
+    ck_assert_int_eq(sp_http_server_listen(S.http, &S.addr), 0);
+    ck_assert_int_eq(sp_iomanager_start(S.io), 0);
+    ck_assert_int_eq(sp_http_server_start(S.http), 0);
+    ck_assert_int_eq(sp_http_server_addr(S.http, 0, &S.addr), 0);
+}
+
+/* After the HTTP server stopped. */
+static void server_free(void)
+{
+    ck_assert_int_eq(sp_iomanager_stop(S.io), 0);
+    sp_http_server_destroy(S.http);
+    sp_iomanager_destroy(S.io);
+    sp_http_router_destroy(S.router);
+    sp_http_static_destroy(S.st);
+    remove_root();
+}
+
+static void server_stop(void)
+{
+    ck_assert_int_eq(sp_http_server_stop(S.http, 1000000), 0);
+    server_free();
+}
+
+static void setup_default(void)
+{
+    server_start(NULL);
+}
+
+/* One request on a new connection; returns the response (caller frees). */
+static resp_t once(const char *req)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    roundtrip(c, req, &r);
+    client_close(c);
+    return r;
+}
+
+static int status_of(const char *req)
+{
+    resp_t r = once(req);
+    resp_free(&r);
+    return r.status;
+}
+
+#define GET(path) "GET " path " HTTP/1.1\r\nHost: t\r\n\r\n"
+
+/* One request on a new connection; its body must be `want`. */
+static void check_body(const char *req, const char *want)
+{
+    resp_t r = once(req);
+    ck_assert_msg(!strcmp(body_str(&r), want), "%s: got \"%s\"", req, r.body);
+    resp_free(&r);
+}
+
+/* ---- basics ---------------------------------------------------------------- */
+
+START_TEST(get_has_length_date_server)
+{
+    resp_t r = once(GET("/hello"));
+    char v[64];
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(body_str(&r), "hello");
+    ck_assert_str_eq(hdr(&r, "content-length", v, sizeof v), "5");
+    ck_assert_str_eq(hdr(&r, "server", v, sizeof v), "spindle");
+    ck_assert_str_eq(hdr(&r, "content-type", v, sizeof v), "text/plain");
+    ck_assert_ptr_nonnull(hdr(&r, "date", v, sizeof v));
+    ck_assert_uint_eq(strlen(v), 29);
+    ck_assert_ptr_nonnull(strstr(v, " GMT"));
+    ck_assert_ptr_null(hdr(&r, "connection", v, sizeof v)); /* 1.1: kept alive */
+    resp_free(&r);
+    /* An empty body still says so. */
+    r = once(GET("/empty"));
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(hdr(&r, "content-length", v, sizeof v), "0");
+    resp_free(&r);
+    /* 204 has no body and no length. */
+    r = once(GET("/nocontent"));
+    ck_assert_int_eq(r.status, 204);
+    ck_assert_ptr_null(hdr(&r, "content-length", v, sizeof v));
+    resp_free(&r);
+}
+END_TEST
+
+START_TEST(request_fields_decoded)
+{
+    resp_t r = once("POST /echo?a=1&b=x+y%21&flag&=v&c=%7e HTTP/1.1\r\nHost: t\r\n"
+                    "x-TEST:   spaced value  \r\nContent-Length: 5\r\n\r\nhello");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(body_str(&r),
+                     "method=POST\ntarget=/echo?a=1&b=x+y%21&flag&=v&c=%7e\npath=/echo\n"
+                     "query=a=1&b=x+y%21&flag&=v&c=%7e\nx-test=spaced value\nversion=11\n"
+                     "nparams=5\nbody=5:hello\nparam a=1\nparam b=x y!\nparam flag=\n"
+                     "param =v\nparam c=~");
+    resp_free(&r);
+    r = once("GET /ec%68o/../x%20y HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_int_eq(r.status, 404); /* decoded path "/echo/../x y" is no route */
+    resp_free(&r);
+    r = once("GET http://example.com/echo?q=1 HTTP/1.1\r\nHost: example.com\r\n\r\n");
+    ck_assert_int_eq(r.status, 200); /* absolute form */
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "path=/echo\nquery=q=1\n"));
+    resp_free(&r);
+}
+END_TEST
+
+/* Headers and parameters through the accessors, case-insensitively. */
+static int h_lookup(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)arg;
+    const char *a = sp_http_request_header(req, "ACCEPT");
+    const char *b = sp_http_request_header(req, "x-Missing");
+    const char *p = sp_http_request_param(req, "k");
+    const char *name, *value;
+    ck_assert_int_eq(sp_http_request_header_at(req, 0, &name, &value), 0);
+    ck_assert_int_eq(sp_http_request_header_at(req, 99, &name, &value), -ERANGE);
+    ck_assert_int_eq(sp_http_request_param_at(req, 9, &name, &value), -ERANGE);
+    char text[128];
+    int n = snprintf(text, sizeof text, "%s|%s|%s|%zu|%s", a, b ? b : "null", p ? p : "null",
+                     sp_http_request_nheaders(req), sp_http_request_param(req, "zz") ? "?" : "-");
+    return sp_http_response_set_body(res, text, (size_t)n);
+}
+
+START_TEST(header_lookup_case_insensitive)
+{
+    sp_http_router_add(S.router, SP_HTTP_EXACT, "/lookup", SP_HTTP_M_GET, h_lookup, NULL);
+    resp_t r = once("GET /lookup?k=v&k=w HTTP/1.1\r\nhost: t\r\naccept: text/x\r\n\r\n");
+    ck_assert_str_eq(body_str(&r), "text/x|null|v|2|-");
+    resp_free(&r);
+}
+END_TEST
+
+START_TEST(keep_alive_rules)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    char v[64];
+    for (int i = 0; i < 3; i++) { /* 1.1: kept open by default */
+        roundtrip(c, GET("/hello"), &r);
+        ck_assert_int_eq(r.status, 200);
+        resp_free(&r);
+    }
+    roundtrip(c, "GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", &r);
+    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
+    resp_free(&r);
+    assert_closed(c);
+    client_close(c);
+    /* 1.0: closed unless asked otherwise. */
+    c = client_open(&S.addr);
+    roundtrip(c, "GET /hello HTTP/1.0\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
+    resp_free(&r);
+    assert_closed(c);
+    client_close(c);
+    c = client_open(&S.addr);
+    for (int i = 0; i < 2; i++) {
+        roundtrip(c, "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", &r);
+        ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "keep-alive");
+        resp_free(&r);
+    }
+    client_close(c);
+}
+END_TEST
+
+START_TEST(pipelining_hundred_in_one_write)
+{
+    enum { N = 100 };
+    static char reqs[N * 128];
+    size_t len = 0;
+    for (int i = 0; i < N; i++) {
+        if (i % 10 == 3) /* some with a body, to keep the parser honest */
+            len += (size_t)sprintf(reqs + len,
+                                   "POST /echo?n=%d HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc",
+                                   i);
+        else
+            len += (size_t)sprintf(reqs + len, "GET /echo?n=%d HTTP/1.1\r\nHost: t\r\n\r\n", i);
+    }
+    client_t *c = client_open(&S.addr);
+    ck_assert_int_eq(sp_write_full(c->fd, reqs, len), (ssize_t)len);
+    for (int i = 0; i < N; i++) {
+        resp_t r;
+        ck_assert_int_eq(get_response(c, &r, false), 0);
+        ck_assert_int_eq(r.status, 200);
+        char want[32];
+        snprintf(want, sizeof want, "param n=%d", i);
+        ck_assert_ptr_nonnull(strstr(body_str(&r), want));
+        ck_assert(strstr(r.body, "body=3:abc") ? i % 10 == 3 : i % 10 != 3);
+        resp_free(&r);
+    }
+    /* Still usable afterwards. */
+    resp_t r;
+    roundtrip(c, GET("/hello"), &r);
+    ck_assert_int_eq(r.status, 200);
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
+/* A request split at every byte boundary still parses. */
+START_TEST(request_split_into_single_bytes)
+{
+    const char *req = "POST /echo?s=1 HTTP/1.1\r\nHost: t\r\nX-Test: slow\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    client_t *c = client_open(&S.addr);
+    for (const char *p = req; *p; p++)
+        ck_assert_int_eq(write(c->fd, p, 1), 1);
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "x-test=slow"));
+    ck_assert_ptr_nonnull(strstr(r.body, "body=5:abcde"));
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
+START_TEST(chunked_request_body)
+{
+    resp_t r = once("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\nTrailer: x\r\n\r\n");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "body=11:hello world"));
+    resp_free(&r);
+}
+END_TEST
+
+START_TEST(head_has_headers_without_body)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    char v[64];
+    roundtrip(c, "HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(hdr(&r, "content-length", v, sizeof v), "5");
+    resp_free(&r);
+    roundtrip(c, "HEAD /static/a.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_str_eq(hdr(&r, "content-length", v, sizeof v), "16");
+    resp_free(&r);
+    roundtrip(c, "HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_str_eq(hdr(&r, "transfer-encoding", v, sizeof v), "chunked");
+    resp_free(&r);
+    /* No body bytes were sent: the next answer starts right here. */
+    roundtrip(c, GET("/hello"), &r);
+    ck_assert_str_eq(body_str(&r), "hello");
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
+START_TEST(expect_100_continue)
+{
+    client_t *c = client_open(&S.addr);
+    send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                "Content-Length: 4\r\n\r\n");
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0); /* before any body byte */
+    ck_assert_int_eq(r.status, 100);
+    send_str(c, "data");
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "body=4:data"));
+    resp_free(&r);
+    /* Too big: 413 instead of 100, and the connection closes. */
+    send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                "Content-Length: 99999999\r\n\r\n");
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 413);
+    resp_free(&r);
+    assert_closed(c);
+    client_close(c);
+}
+END_TEST
+
+START_TEST(streamed_response_chunked_and_http10)
+{
+    /* Chunks for HTTP/1.1; HTTP/1.0 has none: the body ends with the
+     * connection. */
+    const char *reqs[] = {GET("/stream"), "GET /stream HTTP/1.0\r\n\r\n"};
+    const char *te[] = {"chunked", NULL}, *conn[] = {NULL, "close"};
+    resp_t r;
+    for (int i = 0; i < 2; i++) {
+        char v[64];
+        r = once(reqs[i]);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_pstr_eq(hdr(&r, "transfer-encoding", v, sizeof v), te[i]);
+        ck_assert_pstr_eq(hdr(&r, "connection", v, sizeof v), conn[i]);
+        ck_assert_str_eq(body_str(&r), "one,two,three");
+        resp_free(&r);
+    }
+    /* Streamed with a Content-Length set first: no chunks. */
+    r = once(GET("/fixed"));
+    char v[64];
+    ck_assert_str_eq(hdr(&r, "content-length", v, sizeof v), "10");
+    ck_assert_str_eq(hdr(&r, "x-twice", v, sizeof v), "2");
+    ck_assert_ptr_null(strstr(r.head, "X-Twice: 1"));
+    ck_assert_ptr_null(strstr(r.head, "Injected"));
+    ck_assert_str_eq(body_str(&r), "0123456789");
+    resp_free(&r);
+    /* A big buffered body arrives whole. */
+    r = once(GET("/big"));
+    ck_assert_uint_eq(r.body_len, 3u << 20);
+    for (size_t i = 0; i < r.body_len; i += 4099)
+        ck_assert_int_eq(r.body[i], 'a' + (int)(i % 26));
+    resp_free(&r);
+}
+END_TEST
+
+/* ---- routing --------------------------------------------------------------- */
+
+START_TEST(router_exact_prefix_glob)
+{
+    check_body(GET("/api"), "api /api");
+    check_body(GET("/api/users/7"), "api /api/users/7");
+    check_body(GET("/api/v2/x"), "api-v2 /api/v2/x"); /* longest prefix wins */
+    check_body(GET("/api/v2"), "api-v2 /api/v2");
+    ck_assert_int_eq(status_of(GET("/apix")), 404);
+    check_body(GET("/img/cat.png"), "png /img/cat.png");
+    ck_assert_int_eq(status_of(GET("/img/a/cat.png")), 404); /* '*' stays in a segment */
+    ck_assert_int_eq(status_of(GET("/img/cat.gif")), 404);
+    ck_assert_int_eq(status_of("HEAD /img/x.png HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+}
+END_TEST
+
+START_TEST(router_405_with_allow)
+{
+    char v[128];
+    resp_t r = once(GET("/post-only"));
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_str_eq(hdr(&r, "allow", v, sizeof v), "POST, PUT");
+    resp_free(&r);
+    r = once("DELETE /hello HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_str_eq(hdr(&r, "allow", v, sizeof v), "GET, HEAD");
+    resp_free(&r);
+    check_body("POST /post-only HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", "post-only /post-only");
+    ck_assert_int_eq(status_of(GET("/nothing/here")), 404);
+}
+END_TEST
+
+START_TEST(router_default_handler)
+{
+    sp_http_router_set_default(S.router, h_named, "default");
+    resp_t r = once(GET("/nothing/here"));
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(body_str(&r), "default /nothing/here");
+    resp_free(&r);
+    ck_assert_int_eq(status_of(GET("/post-only")), 405); /* a route still wins */
+}
+END_TEST
+
+/* ---- errors and limits ----------------------------------------------------- */
+
+/* Send bad bytes, expect `status` and a closed connection, then check the
+ * server still serves a new one. */
+static void expect_refused(const char *req, size_t len, int status)
+{
+    client_t *c = client_open(&S.addr);
+    ck_assert_int_eq(sp_write_full(c->fd, req, len), (ssize_t)len);
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_msg(r.status == status, "%.40s: %d, not %d", req, r.status, status);
+    char v[32];
+    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
+    resp_free(&r);
+    /* The server closes (it may read and drop our bytes first). */
+    c->len = 0;
+    while (fill(c) > 0)
+        c->len = 0;
+    client_close(c);
+    ck_assert_int_eq(status_of(GET("/hello")), 200);
+}
+
+static void refused(const char *req, int status)
+{
+    expect_refused(req, strlen(req), status);
+}
+
+START_TEST(malformed_requests_400)
+{
+    refused("GARBAGE\r\n\r\n", 400);
+    refused("GET / HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n", 400);
+    refused("GET / HTTP/1.1\r\nHost: t\r\nNa me: v\r\n\r\n", 400);
+    refused("GET / HTTP/9.1\r\nHost: t\r\n\r\n", 505);
+    refused("GET /a%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400);   /* bad escape */
+    refused("GET /a%00b HTTP/1.1\r\nHost: t\r\n\r\n", 400);  /* NUL */
+    refused("GET /a?x=%g0 HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\n\r\n", 400);              /* no Host */
+    refused("GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    static const char nul[] = "GET /he\0llo HTTP/1.1\r\nHost: t\r\n\r\n";
+    expect_refused(nul, sizeof nul - 1, 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400);
+}
+END_TEST
+
+START_TEST(smuggling_framing_400)
+{
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+            "Content-Length: 3\r\n\r\n0\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+            "Content-Length: 3\r\n\r\nabc", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+            "Content-Length: 5\r\n\r\nabcde", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: identity\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\n\r\nabc", 400);
+}
+END_TEST
+
+static char *repeat(char ch, size_t n)
+{
+    char *s = malloc(n + 1);
+    memset(s, ch, n);
+    s[n] = '\0';
+    return s;
+}
+
+START_TEST(limits_414_431_413)
+{
+    char *big = repeat('a', 9000);
+    char *req = malloc(20000);
+    sprintf(req, "GET /%s HTTP/1.1\r\nHost: t\r\n\r\n", big);
+    refused(req, 414);
+    /* Just under the limit is fine (404: no such route). */
+    sprintf(req, "GET /%.*s HTTP/1.1\r\nHost: t\r\n\r\n", 8000, big);
+    ck_assert_int_eq(status_of(req), 404);
+    /* 17 KiB of headers in one line, and in many. */
+    char *huge = repeat('h', 17000);
+    char *req2 = malloc(40000);
+    sprintf(req2, "GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: %s\r\n\r\n", huge);
+    refused(req2, 431);
+    size_t n = (size_t)sprintf(req2, "GET /hello HTTP/1.1\r\nHost: t\r\n");
+    for (int i = 0; i < 101; i++)
+        n += (size_t)sprintf(req2 + n, "X-%d: v\r\n", i);
+    strcpy(req2 + n, "\r\n");
+    refused(req2, 431);
+    /* Body over 1 MiB: by Content-Length, and chunked as it grows. */
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\n", 413);
+    char *chunk = repeat('c', 0x10000);
+    n = (size_t)sprintf(req2, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    client_t *c = client_open(&S.addr);
+    send_str(c, req2);
+    resp_t r;
+    for (int i = 0; i < 17; i++) {
+        char head[16];
+        sprintf(head, "10000\r\n");
+        if (write(c->fd, head, strlen(head)) < 0 || sp_write_full(c->fd, chunk, 0x10000) < 0 ||
+            write(c->fd, "\r\n", 2) < 0)
+            break; /* the server answered and closed already */
+    }
+    shutdown(c->fd, SHUT_WR);
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 413);
+    resp_free(&r);
+    client_close(c);
+    /* Exactly 1 MiB is accepted. */
+    char *mib = repeat('m', 1 << 20);
+    sprintf(req2, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n", 1 << 20);
+    c = client_open(&S.addr);
+    send_str(c, req2);
+    ck_assert_int_eq(sp_write_full(c->fd, mib, 1 << 20), 1 << 20);
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "body=1048576:mmm"));
+    resp_free(&r);
+    client_close(c);
+    free(mib);
+    free(chunk);
+    free(big);
+    free(req);
+    free(huge);
+    free(req2);
+}
+END_TEST
+
+START_TEST(handler_error_500_and_connection_survives)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    roundtrip(c, GET("/fail"), &r);
+    ck_assert_int_eq(r.status, 500);
+    ck_assert_str_eq(body_str(&r), "500 Internal Server Error\n"); /* not "partial" */
+    resp_free(&r);
+    roundtrip(c, GET("/hello"), &r);
+    ck_assert_int_eq(r.status, 200);
+    resp_free(&r);
+    client_close(c);
+    /* Failing after the headers went out: the body is cut short, closed. */
+    c = client_open(&S.addr);
+    send_str(c, GET("/fail-late"));
+    ck_assert_int_eq(get_response(c, &r, false), -1);
+    resp_free(&r);
+    client_close(c);
+    sp_http_server_stats_t st;
+    sp_http_server_stats(S.http, &st);
+    ck_assert_uint_eq(st.handler_errors, 2);
+    ck_assert_int_eq(status_of(GET("/hello")), 200);
+}
+END_TEST
+
+/* ---- timeouts (short ones, set per test) ----------------------------------- */
+
+static void setup_short_timeouts(void)
+{
+    sp_http_server_opts_t o = {.header_timeout_ms = 300,
+                               .keepalive_timeout_ms = 200,
+                               .body_timeout_ms = 300,
+                               .server_name = "test-server/1"};
+    server_start(&o);
+}
+
+static uint64_t ms_since(uint64_t t0)
+{
+    return (sp_now_ns() - t0) / 1000000;
+}
+
+START_TEST(slowloris_gets_408)
+{
+    client_t *c = client_open(&S.addr);
+    uint64_t t0 = sp_now_ns();
+    send_str(c, "GET /hello HTTP/1.1\r\n");
+    /* A header byte every 50 ms: each read is quick, the phase is not. */
+    resp_t r;
+    int rc = -1;
+    for (int i = 0; i < 40; i++) {
+        struct pollfd p = {c->fd, POLLIN, 0};
+        if (poll(&p, 1, 50) == 1) {
+            rc = get_response(c, &r, false);
+            break;
+        }
+        if (write(c->fd, "X", 1) != 1)
+            break;
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(r.status, 408);
+    uint64_t took = ms_since(t0);
+    ck_assert_uint_ge(took, 290);
+    ck_assert_uint_lt(took, 1500);
+    resp_free(&r);
+    client_close(c);
+    ck_assert_int_eq(status_of(GET("/hello")), 200);
+}
+END_TEST
+
+START_TEST(stalled_body_gets_408)
+{
+    client_t *c = client_open(&S.addr);
+    send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    uint64_t t0 = sp_now_ns();
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 408);
+    ck_assert_uint_ge(ms_since(t0), 290);
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
+START_TEST(idle_keepalive_closed_silently)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    char v[64];
+    roundtrip(c, GET("/hello"), &r);
+    ck_assert_str_eq(hdr(&r, "server", v, sizeof v), "test-server/1");
+    resp_free(&r);
+    uint64_t t0 = sp_now_ns();
+    assert_closed(c); /* EOF, no 408 */
+    ck_assert_uint_ge(ms_since(t0), 190);
+    ck_assert_uint_lt(ms_since(t0), 2000);
+    client_close(c);
+    /* A connection that never sends a byte: closed after header_timeout. */
+    c = client_open(&S.addr);
+    t0 = sp_now_ns();
+    assert_closed(c);
+    ck_assert_uint_ge(ms_since(t0), 290);
+    client_close(c);
+}
+END_TEST
+
+/* ---- connection limit -------------------------------------------------------- */
+
+static void setup_two_conns(void)
+{
+    sp_http_server_opts_t o = {.max_conns = 2, .server_name = ""};
+    server_start(&o);
+}
+
+START_TEST(over_max_conns_503)
+{
+    client_t *a = client_open(&S.addr), *b = client_open(&S.addr);
+    resp_t r;
+    char v[64];
+    roundtrip(a, GET("/hello"), &r);
+    ck_assert_ptr_null(hdr(&r, "server", v, sizeof v)); /* server_name "" */
+    resp_free(&r);
+    roundtrip(b, GET("/hello"), &r);
+    resp_free(&r);
+    client_t *c = client_open(&S.addr);
+    roundtrip(c, GET("/hello"), &r);
+    ck_assert_int_eq(r.status, 503);
+    resp_free(&r);
+    client_close(c);
+    roundtrip(a, GET("/hello"), &r); /* the others go on */
+    ck_assert_int_eq(r.status, 200);
+    resp_free(&r);
+    client_close(b);
+    /* b's slot frees once the server sees its close; bounded retries. */
+    int status = 0;
+    for (int i = 0; i < 100 && status != 200; i++) {
+        status = status_of(GET("/hello"));
+        if (status != 200)
+            usleep(10000);
+    }
+    ck_assert_int_eq(status, 200);
+    client_close(a);
+    sp_http_server_stats_t st;
+    sp_http_server_stats(S.http, &st);
+    ck_assert_uint_ge(st.busy, 1);
+}
+END_TEST
+
+/* ---- static files ------------------------------------------------------------ */
+
+START_TEST(static_files_served)
+{
+    char v[128];
+    resp_t r = once(GET("/static/a.txt"));
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(body_str(&r), "0123456789abcdef");
+    ck_assert_str_eq(hdr(&r, "content-type", v, sizeof v), "text/plain; charset=utf-8");
+    ck_assert_str_eq(hdr(&r, "cache-control", v, sizeof v), "max-age=60");
+    ck_assert_ptr_nonnull(hdr(&r, "last-modified", v, sizeof v));
+    resp_free(&r);
+    r = once(GET("/static/"));
+    ck_assert_str_eq(body_str(&r), "<h1>home</h1>\n");
+    ck_assert_str_eq(hdr(&r, "content-type", v, sizeof v), "text/html; charset=utf-8");
+    resp_free(&r);
+    r = once(GET("/static/sub"));
+    ck_assert_int_eq(r.status, 301);
+    ck_assert_str_eq(hdr(&r, "location", v, sizeof v), "/static/sub/");
+    resp_free(&r);
+    check_body(GET("/static/sub/"), "sub index");
+    r = once(GET("/static/empty.txt"));
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(hdr(&r, "content-length", v, sizeof v), "0");
+    resp_free(&r);
+    r = once(GET("/static/link-in")); /* a link that stays inside is fine */
+    ck_assert_str_eq(body_str(&r), "0123456789abcdef");
+    resp_free(&r);
+    ck_assert_int_eq(status_of(GET("/static/missing.txt")), 404);
+    ck_assert_int_eq(status_of(GET("/static/a.txt/x")), 404);
+    ck_assert_int_eq(status_of(GET("/staticx/a.txt")), 404);
+    ck_assert_int_eq(status_of("POST /static/a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"),
+                     405);
+    ck_assert_str_eq(sp_http_mime_type("x/y.PNG"), "image/png");
+    ck_assert_str_eq(sp_http_mime_type("x.tar/noext"), "application/octet-stream");
+}
+END_TEST
+
+START_TEST(static_big_file_sendfile)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    for (int round = 0; round < 2; round++) { /* twice on one connection */
+        roundtrip(c, GET("/static/big.bin"), &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_uint_eq(r.body_len, 4u << 20);
+        for (size_t i = 0; i < r.body_len; i += 1021)
+            ck_assert_int_eq((unsigned char)r.body[i], (unsigned)((i * 7 + i / 4096) & 0xff));
+        resp_free(&r);
+    }
+    client_close(c);
+}
+END_TEST
+
+START_TEST(static_no_escape_from_root)
+{
+    char secret[128];
+    snprintf(secret, sizeof secret, "GET /static/..%%2f%s-secret HTTP/1.1\r\nHost: t\r\n\r\n",
+             strrchr(root_dir, '/') + 1);
+    const char *attempts[] = {
+        "GET /static/../etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /static/%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /static/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /static/sub/../../x HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /static/.. HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /static/link-out HTTP/1.1\r\nHost: t\r\n\r\n",
+        secret,
+    };
+    for (size_t i = 0; i < sizeof attempts / sizeof attempts[0]; i++) {
+        resp_t r = once(attempts[i]);
+        ck_assert_msg(r.status == 403 || r.status == 404, "%s: %d", attempts[i], r.status);
+        ck_assert(!r.body || !memmem(r.body, r.body_len, "root:", 5));
+        ck_assert(!r.body || !memmem(r.body, r.body_len, "secret", 6));
+        resp_free(&r);
+    }
+    ck_assert_int_eq(status_of("GET /static/link-out HTTP/1.1\r\nHost: t\r\n\r\n"), 403);
+    ck_assert_int_eq(status_of("GET /static/%2e%2e/x HTTP/1.1\r\nHost: t\r\n\r\n"), 403);
+    /* Dots that are not a ".." segment are ordinary names. */
+    ck_assert_int_eq(status_of(GET("/static/..a.txt")), 404);
+}
+END_TEST
+
+START_TEST(static_ranges_and_conditional)
+{
+    char v[128];
+    resp_t r = once("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=2-5\r\n\r\n");
+    ck_assert_int_eq(r.status, 206);
+    ck_assert_str_eq(body_str(&r), "2345");
+    ck_assert_str_eq(hdr(&r, "content-range", v, sizeof v), "bytes 2-5/16");
+    resp_free(&r);
+    check_body("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=-3\r\n\r\n", "def");
+    r = once("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=10-\r\n\r\n");
+    ck_assert_str_eq(body_str(&r), "abcdef");
+    ck_assert_str_eq(hdr(&r, "content-range", v, sizeof v), "bytes 10-15/16");
+    resp_free(&r);
+    check_body("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=14-99\r\n\r\n", "ef");
+    r = once("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=16-20\r\n\r\n");
+    ck_assert_int_eq(r.status, 416);
+    ck_assert_str_eq(hdr(&r, "content-range", v, sizeof v), "bytes */16");
+    resp_free(&r);
+    /* Several ranges or bad syntax: the whole file. */
+    ck_assert_int_eq(status_of("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,4-5\r\n\r\n"), 200);
+    ck_assert_int_eq(status_of("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=5-2\r\n\r\n"), 200);
+    /* Conditional: not modified since its own Last-Modified. */
+    r = once(GET("/static/a.txt"));
+    char lm[64], req[256];
+    ck_assert_ptr_nonnull(hdr(&r, "last-modified", lm, sizeof lm));
+    resp_free(&r);
+    snprintf(req, sizeof req, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: %s\r\n\r\n",
+             lm);
+    client_t *c = client_open(&S.addr);
+    roundtrip(c, req, &r);
+    ck_assert_int_eq(r.status, 304);
+    ck_assert_ptr_null(hdr(&r, "content-length", v, sizeof v));
+    resp_free(&r);
+    roundtrip(c, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\n"
+                 "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200); /* modified since 1994 */
+    resp_free(&r);
+    roundtrip(c, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\n"
+                 "If-Modified-Since: Friday, 31-Dec-99 23:59:59 GMT\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200); /* obsolete form, parsed */
+    resp_free(&r);
+    roundtrip(c, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\n"
+                 "If-Modified-Since: Fri Dec 31 23:59:59 2100\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 304); /* asctime form, in the future */
+    resp_free(&r);
+    roundtrip(c, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: garbage\r\n\r\n",
+              &r);
+    ck_assert_int_eq(r.status, 200);
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
+/* ---- access log ----------------------------------------------------------------- */
+
+static char log_lines[8192];
+static size_t log_len;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_sink(const char *line, size_t len, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&log_lock);
+    if (log_len + len < sizeof log_lines) {
+        memcpy(log_lines + log_len, line, len);
+        log_len += len;
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+static void setup_access_log(void)
+{
+    sp_log_appender_t *a = sp_log_callback(log_sink, NULL, "%m%n");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(sp_logger_set_appenders(sp_logger("http.access"), &a, 1), 0);
+    sp_log_appender_release(a);
+    sp_http_server_opts_t o = {.access_log = true};
+    server_start(&o);
+}
+
+START_TEST(access_log_line_per_request)
+{
+    status_of(GET("/hello?x=1"));
+    status_of(GET("/missing"));
+    refused("BAD\r\n\r\n", 400);
+    ck_assert_int_eq(sp_log_flush(), 0);
+    ck_assert_ptr_nonnull(strstr(log_lines, "127.0.0.1:"));
+    ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /hello?x=1\" 200 5 "));
+    ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /missing\" 404 14 "));
+    ck_assert_ptr_nonnull(strstr(log_lines, "\"- -\" 400 "));
+    ck_assert_ptr_nonnull(strstr(log_lines, "us\n"));
+}
+END_TEST
+
+/* ---- stop ------------------------------------------------------------------------- */
+
+START_TEST(stop_closes_idle_keepalive_at_once)
+{
+    client_t *c[10];
+    for (int i = 0; i < 10; i++) {
+        resp_t r;
+        c[i] = client_open(&S.addr);
+        roundtrip(c[i], GET("/hello"), &r);
+        resp_free(&r);
+    }
+    uint64_t t0 = sp_now_ns();
+    ck_assert_int_eq(sp_http_server_stop(S.http, 5000000), 0);
+    ck_assert_uint_lt(ms_since(t0), 2000); /* not the 5 s drain */
+    for (int i = 0; i < 10; i++) {
+        assert_closed(c[i]);
+        client_close(c[i]);
+    }
+    server_free();
+}
+END_TEST
+
+/* ---- 1,000 concurrent keep-alive clients -------------------------------------------- */
+
+enum { CLIENTS = 1000, ROUNDS = 5 };
+static _Atomic int connected, clients_ok;
+
+static void client_fiber(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    client_t *c = calloc(1, sizeof *c);
+    c->fd = sp_connect(&S.addr, 5000000);
+    ck_assert_int_ge(c->fd, 0);
+    atomic_fetch_add(&connected, 1);
+    while (atomic_load(&connected) < CLIENTS) /* all open at once */
+        sp_sleep_us(1000);
+    for (int i = 0; i < ROUNDS; i++) {
+        char req[128], want[64];
+        snprintf(req, sizeof req, "GET /echo?id=%d&i=%d HTTP/1.1\r\nHost: t\r\n\r\n", id, i);
+        snprintf(want, sizeof want, "param id=%d\nparam i=%d", id, i);
+        resp_t r;
+        send_str(c, req);
+        ck_assert_int_eq(get_response(c, &r, false), 0);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_ptr_nonnull(strstr(body_str(&r), want));
+        resp_free(&r);
+    }
+    client_close(c);
+    atomic_fetch_add(&clients_ok, 1);
+}
+
+/* Run n client fibers fn(i) on their own IOManager until all are done. */
+static void run_fibers(void (*fn)(void *), int n)
+{
+    sp_iomanager_t *cio = sp_iomanager_create("clients", 2, false);
+    ck_assert_int_eq(sp_iomanager_start(cio), 0);
+    for (intptr_t i = 0; i < n; i++)
+        ck_assert_int_eq(sp_schedule(sp_iomanager_scheduler(cio), fn, (void *)i, SP_ANY_WORKER),
+                         0);
+    ck_assert_int_eq(sp_iomanager_stop(cio), 0);
+    sp_iomanager_destroy(cio);
+}
+
+START_TEST(thousand_concurrent_keepalive_clients)
+{
+    run_fibers(client_fiber, CLIENTS);
+    ck_assert_int_eq(atomic_load(&clients_ok), CLIENTS);
+    sp_http_server_stats_t st;
+    sp_http_server_stats(S.http, &st);
+    ck_assert_uint_eq(st.connections, CLIENTS);
+    ck_assert_uint_eq(st.requests, CLIENTS * ROUNDS);
+}
+END_TEST
+
+/* ---- the spindle-httpd program ------------------------------------------------------- */
+
+typedef struct proc {
+    pid_t pid;
+    int port;
+} proc_t;
+
+static proc_t httpd_start(void)
+{
+    make_root();
+    int out[2];
+    ck_assert_int_eq(pipe(out), 0);
+    proc_t p;
+    p.pid = fork();
+    ck_assert_int_ge(p.pid, 0);
+    if (p.pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        close(out[0]);
+        execl(SPINDLE_HTTPD, "spindle-httpd", "--listen", "127.0.0.1:0", "--workers", "2",
+              "--root", root_dir, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[128] = {0};
+    size_t got = 0;
+    while (got < sizeof line - 1 && !strchr(line, '\n')) {
+        ssize_t n = read(out[0], line + got, sizeof line - 1 - got);
+        ck_assert_int_gt(n, 0);
+        got += (size_t)n;
+    }
+    close(out[0]);
+    ck_assert_ptr_nonnull(strstr(line, "listening on 127.0.0.1:"));
+    p.port = atoi(strrchr(line, ':') + 1);
+    ck_assert_int_gt(p.port, 0);
+    return p;
+}
+
+static void httpd_stop(proc_t *p)
+{
+    kill(p->pid, SIGTERM);
+    int status;
+    ck_assert_int_eq(waitpid(p->pid, &status, 0), p->pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    remove_root();
+}
+
+/* Run a command, return its stdout (static buffer). */
+static const char *run(const char *cmd)
+{
+    static char out[4096];
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    ck_assert_int_eq(pclose(f), 0);
+    return out;
+}
+
+START_TEST(httpd_with_curl)
+{
+    proc_t p = httpd_start();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "curl -s -m 10 -w ' %%{http_code} %%{content_type}' http://127.0.0.1:%d/plaintext",
+             p.port);
+    ck_assert_str_eq(run(cmd), "Hello, World! 200 text/plain");
+    snprintf(cmd, sizeof cmd,
+             "curl -s -m 10 -w ' %%{http_code} %%{content_type}' http://127.0.0.1:%d/json", p.port);
+    ck_assert_str_eq(run(cmd), "{\"message\":\"Hello, World!\"} 200 application/json");
+    snprintf(cmd, sizeof cmd, "curl -s -m 10 -r 4-7 http://127.0.0.1:%d/a.txt", p.port);
+    ck_assert_str_eq(run(cmd), "4567");
+    snprintf(cmd, sizeof cmd, "curl -s -m 10 http://127.0.0.1:%d/", p.port);
+    ck_assert_str_eq(run(cmd), "<h1>home</h1>\n");
+    snprintf(cmd, sizeof cmd,
+             "curl -s -m 10 --path-as-is -o /dev/null -o /dev/null -w '%%{http_code}' "
+             "http://127.0.0.1:%d/../../etc/passwd http://127.0.0.1:%d/%%2e%%2e/etc/passwd",
+             p.port, p.port);
+    ck_assert_str_eq(run(cmd), "403403");
+    /* curl's chunked upload goes to the static handler: 405, body read. */
+    snprintf(cmd, sizeof cmd,
+             "printf 'x' | curl -s -m 10 -o /dev/null -w '%%{http_code}' -H 'Transfer-Encoding: chunked' "
+             "--data-binary @- http://127.0.0.1:%d/a.txt",
+             p.port);
+    ck_assert_str_eq(run(cmd), "405");
+    httpd_stop(&p);
+}
+END_TEST
+
+START_TEST(httpd_with_python_http_client)
+{
+    proc_t p = httpd_start();
+    char cmd[1024];
+    /* One connection, several requests (keep-alive), HEAD, a 404. */
+    snprintf(cmd, sizeof cmd,
+             "python3 -c '\n"
+             "import http.client\n"
+             "c = http.client.HTTPConnection(\"127.0.0.1\", %d, timeout=10)\n"
+             "out = []\n"
+             "for m, u in [(\"GET\",\"/plaintext\"),(\"GET\",\"/json\"),(\"HEAD\",\"/plaintext\"),"
+             "(\"GET\",\"/nope\"),(\"GET\",\"/a.txt\")]:\n"
+             "    c.request(m, u)\n"
+             "    r = c.getresponse()\n"
+             "    out.append(\"%%d:%%s:%%s\" %% (r.status, r.getheader(\"Content-Length\"), r.read().decode()))\n"
+             "print(\"|\".join(out), c.sock is not None)\n'",
+             p.port);
+    ck_assert_str_eq(run(cmd), "200:13:Hello, World!|200:27:{\"message\":\"Hello, World!\"}|"
+                               "200:13:|404:14:404 Not Found\n|200:16:0123456789abcdef True\n");
+    httpd_stop(&p);
+}
+END_TEST
+
+/* ---- the client ------------------------------------------------------------------------ */
+
+static const char *url(const char *path)
+{
+    static char text[256];
+    snprintf(text, sizeof text, "http://127.0.0.1:%d%s", sp_addr_port(&S.addr), path);
+    return text;
+}
+
+static const char *client_body(const sp_http_client_response_t *r)
+{
+    static char text[4096];
+    size_t n;
+    const char *b = sp_http_client_response_body(r, &n);
+    ck_assert_uint_lt(n, sizeof text);
+    memcpy(text, b, n);
+    text[n] = '\0';
+    return text;
+}
+
+/* On the test's own thread: the client waits with poll there. */
+START_TEST(client_requests_and_pool)
+{
+    sp_http_client_t *cl = sp_http_client_create(NULL);
+    sp_http_client_response_t *r;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(sp_http_get(cl, url("/hello"), &r), 0);
+        ck_assert_int_eq(sp_http_client_response_status(r), 200);
+        ck_assert_str_eq(client_body(r), "hello");
+        ck_assert_str_eq(sp_http_client_response_header(r, "CONTENT-TYPE"), "text/plain");
+        sp_http_client_response_free(r);
+    }
+    sp_http_server_stats_t st;
+    sp_http_server_stats(S.http, &st);
+    ck_assert_uint_eq(st.connections, 1); /* kept alive, reused */
+    const char *headers[] = {"X-Test: abc", NULL};
+    sp_http_client_request_t rq = {"POST", url("/echo?k=v"), headers, "hello", 5};
+    ck_assert_int_eq(sp_http_client_do(cl, &rq, &r), 0);
+    ck_assert_ptr_nonnull(strstr(client_body(r), "x-test=abc"));
+    ck_assert_ptr_nonnull(strstr(client_body(r), "body=5:hello\nparam k=v"));
+    sp_http_client_response_free(r);
+    ck_assert_int_eq(sp_http_post(cl, url("/echo"), "text/plain", "xy", 2, &r), 0);
+    ck_assert_ptr_nonnull(strstr(client_body(r), "method=POST"));
+    ck_assert_ptr_nonnull(strstr(client_body(r), "body=2:xy"));
+    sp_http_client_response_free(r);
+    ck_assert_int_eq(sp_http_get(cl, url("/stream"), &r), 0); /* chunked */
+    ck_assert_str_eq(client_body(r), "one,two,three");
+    sp_http_client_response_free(r);
+    rq = (sp_http_client_request_t){.method = "HEAD", .url = url("/hello")};
+    ck_assert_int_eq(sp_http_client_do(cl, &rq, &r), 0);
+    ck_assert_str_eq(sp_http_client_response_header(r, "content-length"), "5");
+    ck_assert_str_eq(client_body(r), "");
+    sp_http_client_response_free(r);
+    ck_assert_int_eq(sp_http_get(cl, url("/missing"), &r), 0);
+    ck_assert_int_eq(sp_http_client_response_status(r), 404);
+    sp_http_client_response_free(r);
+    ck_assert_int_eq(sp_http_get(cl, url("/big"), &r), 0);
+    size_t n;
+    sp_http_client_response_body(r, &n);
+    ck_assert_uint_eq(n, 3u << 20);
+    sp_http_client_response_free(r);
+    sp_http_server_stats(S.http, &st);
+    ck_assert_uint_eq(st.connections, 1);
+    sp_http_client_destroy(cl);
+}
+END_TEST
+
+START_TEST(client_errors)
+{
+    sp_http_client_opts_t o = {.max_response = 1 << 20};
+    sp_http_client_t *cl = sp_http_client_create(&o);
+    sp_http_client_response_t *r = NULL;
+    ck_assert_int_eq(sp_http_get(cl, "ftp://127.0.0.1/x", &r), -EPROTONOSUPPORT);
+    ck_assert_int_eq(sp_http_get(cl, "not a url", &r), -EINVAL);
+    const char *bad[] = {"X-Evil: a\r\nInjected: b", NULL};
+    sp_http_client_request_t rq = {.url = url("/hello"), .headers = bad};
+    ck_assert_int_eq(sp_http_client_do(cl, &rq, &r), -EINVAL);
+    ck_assert_int_eq(sp_http_get(cl, url("/big"), &r), -EMSGSIZE); /* 3 MiB > 1 MiB */
+    /* A port nobody listens on. */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    sp_addr_t a;
+    sp_addr_parse("127.0.0.1:0", &a);
+    bind(s, (struct sockaddr *)&a.ss, a.len);
+    sp_addr_of_socket(s, false, &a);
+    close(s);
+    char u[64];
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/", sp_addr_port(&a));
+    ck_assert_int_eq(sp_http_get(cl, u, &r), -ECONNREFUSED);
+    ck_assert_ptr_null(r);
+    sp_http_client_destroy(cl);
+}
+END_TEST
+
+START_TEST(client_read_timeout)
+{
+    /* Connections complete in the kernel's backlog; nobody ever answers. */
+    sp_addr_t a;
+    sp_addr_parse("127.0.0.1:0", &a);
+    int l = sp_listen(&a, NULL);
+    ck_assert_int_ge(l, 0);
+    sp_addr_of_socket(l, false, &a);
+    sp_http_client_opts_t o = {.timeout_ms = 200};
+    sp_http_client_t *cl = sp_http_client_create(&o);
+    char u[64];
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/", sp_addr_port(&a));
+    sp_http_client_response_t *r;
+    uint64_t t0 = sp_now_ns();
+    ck_assert_int_eq(sp_http_get(cl, u, &r), -ETIMEDOUT);
+    ck_assert_uint_ge(ms_since(t0), 190);
+    ck_assert_uint_lt(ms_since(t0), 3000);
+    sp_http_client_destroy(cl);
+    close(l);
+}
+END_TEST
+
+/* A raw server scripted by raw_serve below. */
+typedef struct raw_server {
+    int fd;
+    const char *answers[2];
+} raw_server_t;
+
+static int read_head(int c)
+{
+    char buf[4096];
+    size_t len = 0;
+    while (!memmem(buf, len, "\r\n\r\n", 4) && len < sizeof buf) {
+        ssize_t n = read(c, buf + len, sizeof buf - len);
+        if (n <= 0)
+            return -1;
+        len += (size_t)n;
+    }
+    return 0;
+}
+
+/* Connection 1: answers[0], then takes the next request and closes without
+ * an answer (a keep-alive connection the server drops just as the client
+ * reuses it). Connection 2: answers[1], then closes. */
+static void *raw_serve(void *arg)
+{
+    raw_server_t *rs = arg;
+    for (int i = 0; i < 2; i++) {
+        int c = accept(rs->fd, NULL, NULL);
+        read_head(c);
+        sp_write_full(c, rs->answers[i], strlen(rs->answers[i]));
+        if (i == 0)
+            read_head(c);
+        close(c);
+    }
+    return NULL;
+}
+
+START_TEST(client_replaces_closed_pooled_connection)
+{
+    raw_server_t rs = {-1,
+                       {"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                        "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the close"}};
+    sp_addr_t a;
+    sp_addr_parse("127.0.0.1:0", &a);
+    rs.fd = sp_listen(&a, NULL);
+    sp_addr_of_socket(rs.fd, false, &a);
+    pthread_t th;
+    pthread_create(&th, NULL, raw_serve, &rs);
+    sp_http_client_t *cl = sp_http_client_create(NULL);
+    char u[64];
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/", sp_addr_port(&a));
+    sp_http_client_response_t *r;
+    ck_assert_int_eq(sp_http_get(cl, u, &r), 0); /* the 100 is skipped */
+    ck_assert_int_eq(sp_http_client_response_status(r), 200);
+    ck_assert_str_eq(client_body(r), "ok");
+    sp_http_client_response_free(r);
+    /* Pooled, but the server closes it when the request arrives, before
+     * any answer: the request goes again on a new connection. */
+    ck_assert_int_eq(sp_http_get(cl, u, &r), 0);
+    ck_assert_str_eq(client_body(r), "until the close");
+    sp_http_client_response_free(r);
+    pthread_join(th, NULL);
+    close(rs.fd);
+    sp_http_client_destroy(cl);
+}
+END_TEST
+
+enum { CLIENT_FIBERS = 200, CLIENT_ROUNDS = 5 };
+static sp_http_client_t *shared_client;
+static _Atomic int fiber_requests_ok;
+
+static void client_user_fiber(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < CLIENT_ROUNDS; i++) {
+        char path[64], want[64];
+        snprintf(path, sizeof path, "/echo?id=%d&i=%d", id, i);
+        snprintf(want, sizeof want, "param id=%d\nparam i=%d", id, i);
+        sp_http_client_response_t *r;
+        char u[128];
+        snprintf(u, sizeof u, "http://127.0.0.1:%d%s", sp_addr_port(&S.addr), path);
+        ck_assert_int_eq(sp_http_get(shared_client, u, &r), 0);
+        size_t n;
+        const char *b = sp_http_client_response_body(r, &n);
+        ck_assert_ptr_nonnull(memmem(b, n, want, strlen(want)));
+        sp_http_client_response_free(r);
+        atomic_fetch_add(&fiber_requests_ok, 1);
+    }
+}
+
+START_TEST(client_shared_by_fibers)
+{
+    shared_client = sp_http_client_create(NULL);
+    run_fibers(client_user_fiber, CLIENT_FIBERS);
+    ck_assert_int_eq(atomic_load(&fiber_requests_ok), CLIENT_FIBERS * CLIENT_ROUNDS);
+    sp_http_client_destroy(shared_client);
+}
+END_TEST
+
+typedef void (*fixture_fn)(void);
+
+/* One test case: its fixtures (NULL: none) and tests. */
+static void add_case(Suite *s, const char *name, fixture_fn setup, fixture_fn teardown,
+                     const TTest *const *tests, size_t n)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 60);
+    if (setup)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+}
+
+#define ADD_CASE(s, name, setup, teardown, ...)                                    \
+    do {                                                                           \
+        const TTest *const tests_[] = {__VA_ARGS__};                               \
+        add_case(s, name, setup, teardown, tests_, sizeof tests_ / sizeof *tests_); \
+    } while (0)
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    Suite *s = suite_create("http");
+    ADD_CASE(s, "server", setup_default, server_stop, get_has_length_date_server,
+             request_fields_decoded, header_lookup_case_insensitive, keep_alive_rules,
+             pipelining_hundred_in_one_write, request_split_into_single_bytes,
+             chunked_request_body, head_has_headers_without_body, expect_100_continue,
+             streamed_response_chunked_and_http10, router_exact_prefix_glob,
+             router_405_with_allow, router_default_handler, malformed_requests_400,
+             smuggling_framing_400, limits_414_431_413,
+             handler_error_500_and_connection_survives, static_files_served,
+             static_big_file_sendfile, static_no_escape_from_root,
+             static_ranges_and_conditional, thousand_concurrent_keepalive_clients);
+    ADD_CASE(s, "timeouts", setup_short_timeouts, server_stop, slowloris_gets_408,
+             stalled_body_gets_408, idle_keepalive_closed_silently);
+    ADD_CASE(s, "limits", setup_two_conns, server_stop, over_max_conns_503);
+    ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
+    /* This one stops the server itself. */
+    ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once);
+    ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client);
+    ADD_CASE(s, "client", setup_default, server_stop, client_requests_and_pool, client_errors,
+             client_read_timeout, client_replaces_closed_pooled_connection,
+             client_shared_by_fibers);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
