@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Short, bounded libFuzzer runs of the HTTP request parser and the config
+# parser (clang, ASan+UBSan). Any crash fails the run.
+#   scripts/fuzz.sh [BUILD_DIR] [SECONDS_PER_TARGET]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-fuzz}
+secs=${2:-30}
+CC=clang cmake -S . -B "$build" -DSPINDLE_FUZZ=ON -DSPINDLE_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_http fuzz_config
+for target in fuzz_http fuzz_config; do
+  corpus=$(mktemp -d)
+  seeds=tests/fuzz/${target#fuzz_}
+  [[ -d $seeds ]] && cp "$seeds"/* "$corpus"/
+  echo "fuzz: $target for ${secs}s"
+  "$build/bin/$target" -max_total_time="$secs" -rss_limit_mb=2048 \
+    -print_final_stats=1 "$corpus" 2>&1 | tail -n 8
+  rm -rf "$corpus"
+done
+echo "fuzz: no crash"
