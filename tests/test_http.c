@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spindle/http.h>
@@ -1646,6 +1648,86 @@ static void add_case(Suite *s, const char *name, fixture_fn setup, fixture_fn te
         add_case(s, name, setup, teardown, tests_, sizeof tests_ / sizeof *tests_); \
     } while (0)
 
+/* ---- the client against nginx, where it is installed -------------------- */
+
+static int unused_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+START_TEST(client_against_nginx)
+{
+    const char *nginx = "/usr/sbin/nginx";
+    if (access(nginx, X_OK) != 0) {
+        printf("client_against_nginx: nginx not installed, skipped\n");
+        return;
+    }
+    char dir[] = "/tmp/spindle-nginx-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int port = unused_port();
+    char conf[512], path[128];
+    snprintf(path, sizeof path, "%s/nginx.conf", dir);
+    snprintf(conf, sizeof conf,
+             "daemon off; master_process off; worker_processes 1;\n"
+             "pid %s/nginx.pid; error_log %s/error.log;\n"
+             "events { worker_connections 64; }\n"
+             "http { access_log off; client_body_temp_path %s;\n"
+             "  server { listen 127.0.0.1:%d; keepalive_requests 100;\n"
+             "    location / { return 200 \"hello from nginx\"; } } }\n",
+             dir, dir, dir, port);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(conf, f);
+    fclose(f);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl(nginx, "nginx", "-p", dir, "-c", path, "-e", "stderr", (char *)NULL);
+        _exit(127);
+    }
+    /* Ready when it accepts: bounded connect attempts. */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool up = false;
+    for (int i = 0; i < 500 && !up; i++) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        up = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+        close(s);
+        if (!up) {
+            struct timespec ms10 = {0, 10000000};
+            nanosleep(&ms10, NULL);
+        }
+    }
+    ck_assert_msg(up, "nginx did not start");
+    char u[64];
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/", port);
+    sp_http_client_t *cl = sp_http_client_create(NULL);
+    sp_http_client_response_t *r;
+    for (int i = 0; i < 3; i++) { /* keep-alive: one pooled connection */
+        ck_assert_int_eq(sp_http_get(cl, u, &r), 0);
+        ck_assert_int_eq(sp_http_client_response_status(r), 200);
+        ck_assert_str_eq(client_body(r), "hello from nginx");
+        sp_http_client_response_free(r);
+    }
+    ck_assert_int_eq(sp_http_post(cl, u, "text/plain", "abc", 3, &r), 0);
+    ck_assert_int_eq(sp_http_client_response_status(r), 200);
+    sp_http_client_response_free(r);
+    sp_http_client_destroy(cl);
+    kill(pid, SIGTERM);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1670,6 +1752,7 @@ int main(void)
     ADD_CASE(s, "client", setup_default, server_stop, client_requests_and_pool, client_errors,
              client_read_timeout, client_replaces_closed_pooled_connection,
              client_shared_by_fibers);
+    ADD_CASE(s, "nginx", NULL, NULL, client_against_nginx);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
