@@ -76,5 +76,6 @@ int sp_run_blocking(void (*fn)(void *), void *arg)
     pthread_cond_signal(&more);
     pthread_mutex_unlock(&lock);
     sp__waiter_wait(&w);
+    sp__waiter_settle(&w);
     return 0;
 }

@@ -26,6 +26,7 @@ struct sp_fiber {
     /* Owned by the scheduler (see scheduler.c). */
     struct sp_scheduler *sched;
     _Atomic int park;  /* park/wake protocol state */
+    _Atomic int pins;  /* wakers inside sp_wake(): do not recycle yet */
     int bound;         /* worker index or SP_ANY_WORKER */
     int last_worker;   /* where it last ran, for wakes from outside */
     bool pooled;       /* a function task's fiber: recycle, don't free */

@@ -419,14 +419,16 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
                                   (uint64_t)timeout_us * 1000,
                                   on_wait_timeout, &waiter, &tid);
     if (rc == 0) {
-        rc = sp__waiter_wait(&waiter);
+        sp__waiter_wait(&waiter);
         /* The timer runs its callback on this thread, like this fiber: once
          * cancel says it already fired, that callback has completed. */
         if (tid)
             sp_timer_cancel(io, tid);
     }
     withdraw(armed, k, &waiter);
-    sp__waiter_settle(&waiter);
+    int result = sp__waiter_settle(&waiter);
+    if (rc == 0)
+        rc = result;
     if (armed != few)
         free(armed);
     return rc;

@@ -26,6 +26,7 @@
 #include "scheduler_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -251,6 +252,10 @@ static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
 
 static void retire(sp_worker_t *w, struct sp_fiber *f)
 {
+    /* A waker may still be inside sp_wake(f) (see sp__waiter_deliver): it
+     * is a few instructions from done, so wait for it before reuse. */
+    while (atomic_load(&f->pins))
+        sched_yield();
     atomic_fetch_add_explicit(&w->tasks_run, 1, memory_order_relaxed);
     if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
         w->spare[w->nspare++] = f;
@@ -628,12 +633,17 @@ void sp__waiter_promise(sp_waiter_t *w, int result)
 
 void sp__waiter_deliver(sp_waiter_t *w, bool wake)
 {
-    if (wake)
-        sp_wake(w->fiber);
-    atomic_fetch_add(&w->delivered, 1); /* last touch: w may vanish now */
+    struct sp_fiber *f = w->fiber;
+    if (wake) /* the fiber may return and finish once we mark delivery */
+        atomic_fetch_add(&f->pins, 1);
+    atomic_fetch_add(&w->delivered, 1); /* last touch of w */
+    if (wake) {
+        sp_wake(f);
+        atomic_fetch_sub(&f->pins, 1);
+    }
 }
 
-int sp__waiter_wait(sp_waiter_t *w)
+void sp__waiter_wait(sp_waiter_t *w)
 {
     while (!atomic_load(&w->delivered)) {
         if (atomic_load(&w->promised))
@@ -641,11 +651,11 @@ int sp__waiter_wait(sp_waiter_t *w)
         else
             sp_park();
     }
-    return w->result;
 }
 
-void sp__waiter_settle(sp_waiter_t *w)
+int sp__waiter_settle(sp_waiter_t *w)
 {
     while (atomic_load(&w->delivered) != atomic_load(&w->promised))
         sp_yield();
+    return w->result;
 }

@@ -77,11 +77,15 @@ sp_worker_t *sp__sched_self(const sp_scheduler_t *s);
  * against stray wakes: the fiber returns only after every waker that
  * promised to touch the waiter has finished with it.
  *   fiber:  sp__waiter_init(&w); publish &w to wakers; sp__waiter_wait(&w);
- *           withdraw from wakers that did not fire; sp__waiter_settle(&w);
+ *           withdraw from wakers that did not fire;
+ *           result = sp__waiter_settle(&w);
  *   waker:  under the lock that publishes it: sp__waiter_promise(w, r);
  *           later (any thread): sp__waiter_deliver(w, wake).
- * The first promise's result is the wait's result. A delivery without a
- * wake ends the wait the next time anything wakes the fiber. */
+ * The first promise's result is the wait's result; read it from settle,
+ * once every promiser has delivered. A delivery marks the waiter done
+ * before it wakes the fiber (which stays pinned meanwhile), so the woken
+ * fiber finds it done at once. A delivery without a wake ends the wait the
+ * next time anything wakes the fiber. */
 typedef struct sp_waiter {
     sp_fiber_t *fiber;
     int result;
@@ -92,7 +96,9 @@ typedef struct sp_waiter {
 void sp__waiter_init(sp_waiter_t *w);
 void sp__waiter_promise(sp_waiter_t *w, int result);
 void sp__waiter_deliver(sp_waiter_t *w, bool wake);
-int sp__waiter_wait(sp_waiter_t *w);
-void sp__waiter_settle(sp_waiter_t *w);
+/* Park until at least one waker delivered. */
+void sp__waiter_wait(sp_waiter_t *w);
+/* Wait until every promiser delivered; returns the wait's result. */
+int sp__waiter_settle(sp_waiter_t *w);
 
 #endif

@@ -171,15 +171,14 @@ static int wait_drained_fiber(sp_tcp_server_t *srv, int64_t timeout_us)
                                  on_drain_deadline, &w, &tid) < 0)
             tid = 0; /* no timer: wait without a deadline */
     }
-    int rc = sp__waiter_wait(&w);
+    sp__waiter_wait(&w);
     if (tid)
         sp_timer_cancel(io, tid);
     pthread_mutex_lock(&srv->lock);
     if (srv->stop_waiter == &w)
         srv->stop_waiter = NULL;
     pthread_mutex_unlock(&srv->lock);
-    sp__waiter_settle(&w);
-    return rc;
+    return sp__waiter_settle(&w);
 }
 
 /* Wait until every acceptor and handler is done, or timeout_us (< 0:

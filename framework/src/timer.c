@@ -517,5 +517,6 @@ int sp_sleep_us(uint64_t usec)
     int rc = sp__timer_add_inline(h, usec * 1000, wake_sleeper, &w, NULL);
     if (rc < 0)
         return rc;
-    return sp__waiter_wait(&w);
+    sp__waiter_wait(&w);
+    return sp__waiter_settle(&w);
 }
