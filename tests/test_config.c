@@ -13,6 +13,8 @@
 
 #include <spindle/config.h>
 
+#include "testutil.h"
+
 static char dir[64];
 static sp_config_t *cfg;
 
@@ -868,9 +870,5 @@ int main(void)
     tcase_add_test(tc, reads_during_reloads);
     tcase_add_test(tc, alias_bomb_is_refused);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return sp_test_run(s);
 }

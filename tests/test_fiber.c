@@ -9,6 +9,8 @@
 
 #include <spindle/fiber.h>
 
+#include "testutil.h"
+
 static void count_up(void *arg)
 {
     int *n = arg;
@@ -258,9 +260,5 @@ int main(void)
     tcase_add_test(tc, stack_overflow_is_reported);
     tcase_add_test(tc, backend_named);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

@@ -11,6 +11,8 @@
 #include <spindle/scheduler.h>
 #include <spindle/sync.h>
 
+#include "testutil.h"
+
 static sp_scheduler_t *sched_new(int threads)
 {
     sp_scheduler_t *s = sp_scheduler_create("group", threads, false);
@@ -390,9 +392,5 @@ int main(void)
     tcase_add_test(tc, cancel_from_outside_and_destroy_busy);
     tcase_add_test(tc, jobs_add_jobs);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : 0;
+    return sp_test_run(s);
 }

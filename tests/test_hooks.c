@@ -24,6 +24,8 @@
 #include <spindle/iomanager.h>
 #include <spindle/timer.h>
 
+#include "testutil.h"
+
 static sp_iomanager_t *io;
 
 /* Run each function as a fiber on a one-worker IOManager; return after all
@@ -710,9 +712,5 @@ int main(void)
     tcase_add_test(tc, plain_thread_is_libc);
     tcase_add_test(tc, switch_off_per_thread);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

@@ -26,6 +26,8 @@
 #include <spindle/net.h>
 #include <spindle/timer.h>
 
+#include "testutil.h"
+
 /* ---- a tiny HTTP client on a blocking socket ---------------------------- */
 
 typedef struct client {
@@ -1753,9 +1755,5 @@ int main(void)
              client_read_timeout, client_replaces_closed_pooled_connection,
              client_shared_by_fibers);
     ADD_CASE(s, "nginx", NULL, NULL, client_against_nginx);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

@@ -11,6 +11,8 @@
 #include <spindle/iomanager.h>
 #include <spindle/timer.h>
 
+#include "testutil.h"
+
 static sp_iomanager_t *io;
 
 static void setup(void)
@@ -307,21 +309,13 @@ END_TEST
 
 /* ---- an fd wait uses no CPU --------------------------------------------- */
 
-static double cpu_seconds(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 START_TEST(waiting_two_seconds_uses_no_cpu)
 {
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, cpair), 0);
-    double before = cpu_seconds();
+    double before = sp_test_cpu_seconds();
     spawn(timed_wait_2s, NULL);
     teardown();
-    double used = cpu_seconds() - before;
+    double used = sp_test_cpu_seconds() - before;
     ck_assert_int_eq(atomic_load(&cancel_result), -ETIMEDOUT);
     ck_assert_msg(used < 0.05, "used %.3f s CPU while waiting 2 s", used);
     close(cpair[0]);
@@ -346,9 +340,5 @@ int main(void)
     tcase_add_test(tc, wait_outside_fiber_refused);
     tcase_add_test(tc, waiting_two_seconds_uses_no_cpu);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

@@ -20,6 +20,8 @@
 #include <spindle/iomanager.h>
 #include <spindle/log.h>
 
+#include "testutil.h"
+
 /* ---- capture: a callback appender collecting lines -------------------------- */
 
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -629,9 +631,5 @@ int main(void)
     tcase_add_test(tc, configured_from_yaml);
     tcase_add_test(tc, configuration_errors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return sp_test_run(s);
 }

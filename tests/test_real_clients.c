@@ -32,6 +32,8 @@
 
 #include "clients.h"
 
+#include "testutil.h"
+
 #ifndef SP_REDIS_SERVER
 #define SP_REDIS_SERVER "redis-server"
 #endif
@@ -268,9 +270,5 @@ int main(void)
     tcase_set_timeout(curl, 60);
     tcase_add_test(curl, libcurl_200_fibers_overlap);
     suite_add_tcase(s, curl);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

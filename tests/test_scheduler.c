@@ -10,6 +10,8 @@
 
 #include <spindle/scheduler.h>
 
+#include "testutil.h"
+
 /* ---- 1 thread + use_caller: everything inside stop(), in order ---------- */
 
 typedef struct order_log {
@@ -371,22 +373,14 @@ END_TEST
 
 /* ---- an idle scheduler sleeps ------------------------------------------- */
 
-static double cpu_seconds(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 START_TEST(idle_workers_use_no_cpu)
 {
     sp_scheduler_t *s = sp_scheduler_create("idle", 2, false);
     sp_scheduler_start(s);
-    double before = cpu_seconds();
+    double before = sp_test_cpu_seconds();
     struct timespec half = {0, 500 * 1000 * 1000};
     nanosleep(&half, NULL);
-    double used = cpu_seconds() - before;
+    double used = sp_test_cpu_seconds() - before;
     sp_scheduler_stop(s);
     sp_scheduler_destroy(s);
     /* Two spinning workers would burn about a full second here. */
@@ -412,9 +406,5 @@ int main(void)
     tcase_add_test(tc, tasks_scheduled_during_stop_finish);
     tcase_add_test(tc, idle_workers_use_no_cpu);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

@@ -15,6 +15,8 @@
 #include <spindle/sync.h>
 #include <spindle/timer.h>
 
+#include "testutil.h"
+
 static uint64_t now_us(void)
 {
     return sp_now_ns() / 1000;
@@ -1181,9 +1183,5 @@ int main(void)
     tcase_add_test(tc, select_send_timeout_and_closed);
     tcase_add_test(tc, timed_waits_never_early);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : 0;
+    return sp_test_run(s);
 }

@@ -20,6 +20,8 @@
 #include <spindle/tcp_server.h>
 #include <spindle/timer.h>
 
+#include "testutil.h"
+
 /* ---- an in-process echo server ------------------------------------------ */
 
 static void echo(int fd, const sp_addr_t *peer, void *arg)
@@ -453,9 +455,5 @@ int main(void)
     tcase_add_test(tc, echo_program_survives_emfile);
     tcase_add_test(tc, load_tool_against_echo_program);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }

@@ -9,6 +9,8 @@
 #include <spindle/iomanager.h>
 #include <spindle/timer.h>
 
+#include "testutil.h"
+
 /* Generous bound for "late": CI runs these under sanitizers and valgrind;
  * bench/ measures real lateness. */
 #define LATE_NS (50u * 1000 * 1000)
@@ -278,9 +280,5 @@ int main(void)
     tcase_add_test(tc, stop_waits_for_live_timer);
     tcase_add_test(tc, bad_timer_arguments);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return sp_test_run(s);
 }
