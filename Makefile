@@ -22,10 +22,11 @@ build:
 test: deps build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# Until the config-driven daemon exists, `make run` serves the echo server
-# on 127.0.0.1:9000 in the foreground (Ctrl-C stops it gracefully).
+# `make run` starts the config-driven daemon in the foreground: HTTP on
+# 127.0.0.1:8080, echo on 127.0.0.1:9000 (conf/spindle.yml; Ctrl-C stops it
+# gracefully, docs/daemon.md).
 run: deps build
-	@$(BUILD)/bin/spindle-echo --listen 127.0.0.1:9000 --workers 2
+	@$(BUILD)/bin/spindled -c conf/spindle.yml
 
 bench:
 	@scripts/deps.sh bench

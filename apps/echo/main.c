@@ -12,31 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <spindle/iomanager.h>
 #include <spindle/net.h>
 #include <spindle/tcp_server.h>
 
+#include "apps_common.h"
+
 enum { MAX_LISTEN = 8 };
-
-/* Small enough that an idle connection's fiber stays within a page or two;
- * bigger messages just take more rounds. */
-enum { ECHO_CHUNK = 2048 };
-
-static void echo(int fd, const sp_addr_t *peer, void *arg)
-{
-    (void)peer;
-    (void)arg;
-    char buf[ECHO_CHUNK];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n <= 0)
-            return; /* EOF (the client's shutdown or close) or an error */
-        if (sp_write_full(fd, buf, (size_t)n) < 0)
-            return;
-    }
-}
 
 static void usage(const char *argv0)
 {
@@ -79,7 +62,7 @@ int main(int argc, char **argv)
         return 1;
     }
     sp_tcp_server_opts_t opts = {.max_conns = max_conns, .nodelay = true};
-    sp_tcp_server_t *srv = sp_tcp_server_create(io, echo, NULL, &opts);
+    sp_tcp_server_t *srv = sp_tcp_server_create(io, app_echo, NULL, &opts);
     for (int i = 0; i < nlisten; i++) {
         sp_addr_t a;
         if (sp_addr_resolve(listen[i], &a, 1) < 1) {
@@ -97,10 +80,8 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < sp_tcp_server_naddrs(srv); i++) {
         sp_addr_t a;
-        char text[SP_ADDR_TEXT_MAX];
         sp_tcp_server_addr(srv, i, &a);
-        sp_addr_format(&a, text, sizeof text);
-        printf("listening on %s\n", text);
+        app_print_listening(&a, NULL);
     }
     fflush(stdout);
 

@@ -21,23 +21,9 @@
 #include <spindle/iomanager.h>
 #include <spindle/net.h>
 
+#include "apps_common.h"
+
 enum { MAX_LISTEN = 8 };
-
-/* A fixed answer: its Content-Type and body. */
-typedef struct fixed {
-    const char *type, *body;
-} fixed_t;
-
-static const fixed_t plaintext = {"text/plain", "Hello, World!"};
-static const fixed_t json = {"application/json", "{\"message\":\"Hello, World!\"}"};
-
-static int fixed_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
-{
-    (void)req;
-    const fixed_t *f = arg;
-    int rc = sp_http_response_add_header(res, "Content-Type", f->type);
-    return rc < 0 ? rc : sp_http_response_set_body(res, f->body, strlen(f->body));
-}
 
 typedef struct args {
     const char *listen[MAX_LISTEN];
@@ -85,9 +71,7 @@ static sp_http_router_t *make_routes(const args_t *a, sp_http_static_t **st)
     sp_http_router_t *r = sp_http_router_create();
     if (!r)
         return NULL;
-    sp_http_router_add(r, SP_HTTP_EXACT, "/plaintext", SP_HTTP_M_GET, fixed_answer,
-                       (void *)&plaintext);
-    sp_http_router_add(r, SP_HTTP_EXACT, "/json", SP_HTTP_M_GET, fixed_answer, (void *)&json);
+    app_add_hello_routes(r);
     *st = NULL;
     if (a->root) {
         if (!(*st = sp_http_static_create(a->root, NULL))) {
@@ -103,10 +87,8 @@ static void print_addrs(const sp_http_server_t *srv)
 {
     for (int i = 0; i < sp_http_server_naddrs(srv); i++) {
         sp_addr_t a;
-        char text[SP_ADDR_TEXT_MAX];
         sp_http_server_addr(srv, i, &a);
-        sp_addr_format(&a, text, sizeof text);
-        printf("listening on %s\n", text);
+        app_print_listening(&a, NULL);
     }
     fflush(stdout);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #ifdef SP_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #ifdef SP_TSAN
@@ -94,6 +95,11 @@ void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
     f->arg = arg;
     f->caller = NULL;
     atomic_store_explicit(&f->state, SP_FIBER_READY, memory_order_relaxed);
+#ifdef SP_ASAN
+    /* A pooled stack still carries the shadow of its last fiber's frames
+     * (scopes it left without returning); a new fiber starts clean. */
+    ASAN_UNPOISON_MEMORY_REGION(usable_lo(f), usable_size(f));
+#endif
     sp__ctx_make(&f->ctx, usable_lo(f), usable_size(f), fiber_main);
 #ifdef SP_TSAN
     /* A finished fiber never returned from fiber_main and its last

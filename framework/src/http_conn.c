@@ -141,10 +141,12 @@ static int read_request(sp__http_conn_t *c, bool first)
         bool body = c->req.headers_done;
         if ((body && maybe_continue(c) < 0) || sp__http_out_flush(&c->out, NULL, 0) < 0)
             return CLOSE;
+        int64_t header_ms = atomic_load(&c->srv->header_timeout_ms);
         if (begun && !body && !header_deadline)
-            header_deadline = sp__http_deadline(o->header_timeout_ms);
-        ssize_t n = !begun ? read_idle(c, sp__http_deadline(first ? o->header_timeout_ms
-                                                               : o->keepalive_timeout_ms))
+            header_deadline = sp__http_deadline(header_ms);
+        ssize_t n = !begun ? read_idle(c, sp__http_deadline(
+                                              first ? header_ms
+                                                    : atomic_load(&c->srv->keepalive_timeout_ms)))
                     : body ? conn_read(c, BODY_READ, sp__http_deadline(o->body_timeout_ms))
                            : conn_read(c, HEADER_READ, header_deadline);
         if (n > 0)

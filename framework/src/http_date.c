@@ -20,9 +20,14 @@ void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1])
 {
     struct tm tm;
     gmtime_r(&t, &tm);
-    snprintf(out, SP__HTTP_DATE_LEN + 1, "%s, %02d %s %04d %02d:%02d:%02d GMT",
+    /* Room for any int the compiler cannot rule out; the real text is
+     * always SP__HTTP_DATE_LEN characters. */
+    char text[96];
+    snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT",
              days[tm.tm_wday % 7], tm.tm_mday, months[tm.tm_mon % 12],
              (tm.tm_year + 1900) % 10000, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    memcpy(out, text, SP__HTTP_DATE_LEN);
+    out[SP__HTTP_DATE_LEN] = '\0';
 }
 
 static _Thread_local struct {

@@ -150,6 +150,9 @@ struct sp_http_server {
     sp_http_handler_fn handler;
     void *arg;
     sp_http_server_opts_t opts; /* defaults filled in */
+    /* The timeouts sp_http_server_set_timeouts() may change while the
+     * server runs; connections read these, not opts. */
+    _Atomic int64_t header_timeout_ms, keepalive_timeout_ms;
     char server_line[128];
     sp_logger_t *access; /* NULL unless opts.access_log */
     _Atomic bool stopping;

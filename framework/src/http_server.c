@@ -47,6 +47,15 @@ static int server_line(sp_http_server_t *srv, const char *name)
     return n < (int)sizeof srv->server_line ? 0 : -ENAMETOOLONG;
 }
 
+void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_ms,
+                                 int64_t keepalive_timeout_ms)
+{
+    fill_ms(&header_timeout_ms, SP_HTTP_DEFAULT_HEADER_TIMEOUT_MS);
+    fill_ms(&keepalive_timeout_ms, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS);
+    atomic_store(&srv->header_timeout_ms, header_timeout_ms);
+    atomic_store(&srv->keepalive_timeout_ms, keepalive_timeout_ms);
+}
+
 sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn handler,
                                         void *arg, const sp_http_server_opts_t *opts)
 {
@@ -64,6 +73,8 @@ sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn h
     fill_defaults(&srv->opts);
     srv->handler = handler;
     srv->arg = arg;
+    atomic_init(&srv->header_timeout_ms, srv->opts.header_timeout_ms);
+    atomic_init(&srv->keepalive_timeout_ms, srv->opts.keepalive_timeout_ms);
     pthread_mutex_init(&srv->lock, NULL);
     int rc = server_line(srv, srv->opts.server_name);
     srv->opts.server_name = NULL; /* the caller's string is not kept */

@@ -203,11 +203,17 @@ int sp_logger_set_appenders(sp_logger_t *lg, sp_log_appender_t *const *apps, siz
 
 /* ---- the call path ----------------------------------------------------------- */
 
+/* Cached per thread, and checked against the process id: a child of
+ * fork() has a new tid on the same thread-local slot. */
 static long thread_id(void)
 {
     static _Thread_local long tid;
-    if (!tid)
+    static _Thread_local pid_t pid;
+    pid_t now = getpid();
+    if (!tid || pid != now) {
         tid = (long)syscall(SYS_gettid);
+        pid = now;
+    }
     return tid;
 }
 

@@ -286,6 +286,12 @@ int sp_http_server_start(sp_http_server_t *srv);
  * their response (with Connection: close) until drain_us, then their
  * connections are shut down. Returns when every connection is gone. */
 int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us);
+/* Change the header and keep-alive timeouts of a running server, from any
+ * thread (a configuration reload). Same meaning as in opts: 0 the default,
+ * negative none. A wait already under way keeps its deadline; every later
+ * wait, on new and open connections alike, uses the new values. */
+void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_ms,
+                                 int64_t keepalive_timeout_ms);
 void sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out);
 void sp_http_server_destroy(sp_http_server_t *srv);
 

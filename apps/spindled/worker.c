@@ -1,0 +1,280 @@
+/* spindled's worker process: the HTTP and echo servers of the
+ * configuration, one IOManager for both, and the signal loop.
+ *
+ * Signals are blocked in every thread (the IOManager's workers inherit the
+ * mask set before they start) and taken here with sigwait: stopping and
+ * reloading run as plain code in this thread, never in a handler. */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <spindle/daemon.h>
+#include <spindle/http.h>
+#include <spindle/log.h>
+#include <spindle/tcp_server.h>
+#include <spindle/timer.h>
+
+#include "apps_common.h"
+#include "spindled.h"
+
+/* /slow sleeps at most this long: a test route, not a way to pin fibers. */
+enum { SLOW_MAX_MS = 60000 };
+
+/* /slow requests in progress, shown by /status: tests wait for their slow
+ * requests to be in progress before they stop or reload the daemon. */
+static atomic_int slow_active;
+
+typedef struct servers {
+    sp_iomanager_t *io;
+    sp_http_router_t *routes;
+    sp_http_static_t *files;
+    sp_http_server_t *http;
+    sp_tcp_server_t *echo;
+    spindled_t *d;
+} servers_t;
+
+/* ---- routes ---------------------------------------------------------------- */
+
+/* The worker's pid (tests kill it to see the supervisor restart it) and
+ * the live keep-alive timeout (tests see a reload take effect). */
+static int status_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    const spindled_t *d = arg;
+    char body[160];
+    snprintf(body, sizeof body, "{\"pid\":%ld,\"keepalive_timeout_ms\":%lld,\"slow_active\":%d}",
+             (long)getpid(), (long long)(sp_cvar_duration(d->v.http_keepalive) / 1000),
+             atomic_load(&slow_active));
+    return app_answer(res, "application/json", body);
+}
+
+/* Answers after ?ms=N milliseconds: a request that is in progress for a
+ * while, to see graceful stops and reloads wait for it. */
+static int slow_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)arg;
+    const char *ms = sp_http_request_param(req, "ms");
+    long n = ms ? strtol(ms, NULL, 10) : 0;
+    n = n < 0 ? 0 : n > SLOW_MAX_MS ? SLOW_MAX_MS : n;
+    atomic_fetch_add(&slow_active, 1);
+    sp_sleep_us((uint64_t)n * 1000);
+    atomic_fetch_sub(&slow_active, 1);
+    return app_answer(res, "text/plain", "slow done\n");
+}
+
+static sp_http_router_t *make_routes(spindled_t *d, sp_http_static_t **files)
+{
+    sp_http_router_t *r = sp_http_router_create();
+    if (!r)
+        return NULL;
+    app_add_hello_routes(r);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/status", SP_HTTP_M_GET, status_answer, d);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/slow", SP_HTTP_M_GET, slow_answer, NULL);
+    if (*d->root) {
+        if (!(*files = sp_http_static_create(d->root, NULL)))
+            return r; /* the caller sees *files NULL with a root: fails */
+        sp_http_router_set_default(r, sp_http_static_handler, *files);
+    }
+    return r;
+}
+
+/* ---- servers --------------------------------------------------------------- */
+
+static int64_t ms(const sp_cvar_t *v)
+{
+    return sp_cvar_duration(v) / 1000;
+}
+
+static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
+{
+    int64_t keepalive = ms(v->http_keepalive);
+    return (sp_http_server_opts_t){
+        .max_body = (size_t)sp_cvar_size(v->http_max_body),
+        .header_timeout_ms = ms(v->http_header),
+        /* 0 in the file means "close at once"; 0 in opts means the default */
+        .keepalive_timeout_ms = keepalive ? keepalive : 1,
+        .body_timeout_ms = ms(v->http_body_timeout),
+        .send_timeout_ms = ms(v->http_send_timeout),
+        .max_conns = (int)sp_cvar_int(v->http_max_conns),
+        .server_name = sp_cvar_string(v->http_server_name),
+        .access_log = sp_cvar_bool(v->http_access_log),
+    };
+}
+
+/* listen(addr) for every address of the list; 0 or the first error. */
+typedef int (*listen_fn)(void *srv, const sp_addr_t *addr);
+
+static int http_listen(void *srv, const sp_addr_t *a)
+{
+    return sp_http_server_listen(srv, a);
+}
+
+static int echo_listen(void *srv, const sp_addr_t *a)
+{
+    return sp_tcp_server_listen(srv, a);
+}
+
+static int listen_all(const sp_cvar_t *list, listen_fn fn, void *srv)
+{
+    const sp_strlist_t *l = sp_cvar_list(list);
+    for (size_t i = 0; i < l->n; i++) {
+        sp_addr_t a;
+        int rc = sp_addr_resolve(l->items[i], &a, 1) < 1 ? -EINVAL : fn(srv, &a);
+        if (rc < 0) {
+            fprintf(stderr, "%s: %s %s: %s\n", spindled_name, sp_cvar_name(list), l->items[i],
+                    strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int create_http(servers_t *s)
+{
+    spindled_vars_t *v = &s->d->v;
+    if (!sp_cvar_bool(v->http_enabled))
+        return 0;
+    s->routes = make_routes(s->d, &s->files);
+    if (!s->routes || (*s->d->root && !s->files))
+        return -errno;
+    sp_http_server_opts_t o = http_opts(v);
+    s->http = sp_http_server_create(s->io, sp_http_router_dispatch, s->routes, &o);
+    if (!s->http)
+        return -errno;
+    return listen_all(v->http_listen, http_listen, s->http);
+}
+
+static int create_echo(servers_t *s)
+{
+    spindled_vars_t *v = &s->d->v;
+    if (!sp_cvar_bool(v->echo_enabled))
+        return 0;
+    sp_tcp_server_opts_t o = {.max_conns = (int)sp_cvar_int(v->echo_max_conns),
+                              .nodelay = true};
+    if (!(s->echo = sp_tcp_server_create(s->io, app_echo, NULL, &o)))
+        return -errno;
+    return listen_all(v->echo_listen, echo_listen, s->echo);
+}
+
+typedef int (*naddrs_fn)(const void *srv);
+typedef int (*addr_fn)(const void *srv, int i, sp_addr_t *out);
+
+static int http_naddrs(const void *srv)
+{
+    return sp_http_server_naddrs(srv);
+}
+
+static int http_addr(const void *srv, int i, sp_addr_t *out)
+{
+    return sp_http_server_addr(srv, i, out);
+}
+
+static int echo_naddrs(const void *srv)
+{
+    return sp_tcp_server_naddrs(srv);
+}
+
+static int echo_addr(const void *srv, int i, sp_addr_t *out)
+{
+    return sp_tcp_server_addr(srv, i, out);
+}
+
+/* "listening on ADDR (what)" per address: port 0 shows the kernel's. */
+static void print_addrs(const void *srv, const char *what, naddrs_fn n, addr_fn get)
+{
+    for (int i = 0; srv && i < n(srv); i++) {
+        sp_addr_t a;
+        get(srv, i, &a);
+        app_print_listening(&a, what);
+    }
+}
+
+static int start(servers_t *s)
+{
+    int rc = sp_iomanager_start(s->io);
+    if (rc == 0 && s->http)
+        rc = sp_http_server_start(s->http);
+    if (rc == 0 && s->echo)
+        rc = sp_tcp_server_start(s->echo);
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", spindled_name, strerror(-rc));
+        return rc;
+    }
+    print_addrs(s->http, "http", http_naddrs, http_addr);
+    print_addrs(s->echo, "echo", echo_naddrs, echo_addr);
+    printf("worker pid %ld\n", (long)getpid());
+    fflush(stdout);
+    return 0;
+}
+
+static int64_t now_us(void)
+{
+    return (int64_t)(sp_now_ns() / 1000);
+}
+
+static int64_t us_until(int64_t deadline)
+{
+    int64_t left = deadline - now_us();
+    return left > 0 ? left : 0;
+}
+
+static void stop_and_destroy(servers_t *s)
+{
+    /* One shutdown_timeout for both servers, not one each. */
+    int64_t deadline = now_us() + sp_cvar_duration(s->d->v.shutdown_timeout);
+    if (s->http)
+        sp_http_server_stop(s->http, us_until(deadline));
+    if (s->echo)
+        sp_tcp_server_stop(s->echo, us_until(deadline));
+    sp_iomanager_stop(s->io);
+    sp_http_server_destroy(s->http);
+    sp_tcp_server_destroy(s->echo);
+    sp_iomanager_destroy(s->io);
+    sp_http_router_destroy(s->routes);
+    sp_http_static_destroy(s->files);
+}
+
+/* ---- the signal loop -------------------------------------------------------- */
+
+static void reload(servers_t *s)
+{
+    if (spindled_reload(s->d) == 0 && s->http) {
+        const spindled_vars_t *v = &s->d->v;
+        int64_t keepalive = ms(v->http_keepalive);
+        sp_http_server_set_timeouts(s->http, ms(v->http_header), keepalive ? keepalive : 1);
+    }
+    int rc = sp_log_reopen();
+    if (rc < 0)
+        SP_LOG_ERROR(sp_logger("spindled"), "reopening log files: %s", strerror(-rc));
+}
+
+int spindled_worker(void *arg)
+{
+    sp_daemon_block_signals(); /* before any thread starts: all inherit it */
+    signal(SIGPIPE, SIG_IGN);
+    servers_t s = {.d = arg};
+    int workers = (int)sp_cvar_int(s.d->v.workers);
+    int rc = (s.io = sp_iomanager_create("spindled", workers, false)) ? 0 : -errno;
+    if (rc == 0)
+        rc = create_http(&s);
+    if (rc == 0)
+        rc = create_echo(&s);
+    if (rc == 0)
+        rc = start(&s);
+    if (rc < 0) {
+        /* The process ends here: nothing to drain, and the exit status
+         * tells the supervisor to try again later. */
+        fprintf(stderr, "%s: cannot start: %s\n", spindled_name, strerror(-rc));
+        return 1;
+    }
+    int sig;
+    while ((sig = sp_daemon_wait_signal()) == SIGHUP)
+        reload(&s);
+    SP_LOG_INFO(sp_logger("spindled"), "stopping (%s)", strsignal(sig));
+    stop_and_destroy(&s);
+    return 0;
+}

@@ -1,0 +1,82 @@
+/* spindle daemon runner: detach, pid file, and a supervisor that restarts
+ * the worker process.
+ *
+ *   caller ──(detach: fork, setsid, fork; chdir /, stdio → /dev/null)──▶
+ *   supervisor: holds the pid-file lock, forks the worker, restarts it
+ *               when it dies abnormally, forwards SIGTERM/SIGINT/SIGHUP
+ *   worker:     runs worker(arg) with SIGTERM, SIGINT and SIGHUP blocked
+ *               (in every thread it starts); it takes them with sigwait()
+ *               (sp_daemon_wait_signal) in one plain thread.
+ *
+ * Pid file: opened, locked with fcntl(F_SETLK) for the life of the
+ * supervisor and filled with its pid. A second instance finds the lock
+ * taken and refuses to start, naming the file and the running pid. The
+ * worker does not hold the descriptor (close-on-exec, closed after fork).
+ *
+ * Restarts: a worker killed by a signal or exiting non-zero is restarted
+ * after a back-off that starts at backoff_min and doubles up to
+ * backoff_max; it resets once a worker stayed up for `stable`. The reason
+ * of every death goes to the "spindle.daemon" logger. A worker that exits
+ * 0 on its own ends the supervisor (exit 0).
+ *
+ * Stop: SIGTERM or SIGINT to the supervisor is forwarded to the worker,
+ * which stops gracefully and exits 0; the supervisor then removes the pid
+ * file and returns the worker's status. SIGHUP is forwarded: the worker
+ * reloads its configuration and reopens its log files.
+ *
+ * Errors: functions return 0 / an exit status, or a negative errno.
+ */
+#ifndef SPINDLE_DAEMON_H
+#define SPINDLE_DAEMON_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The worker's body: returns the process's exit status. */
+typedef int (*sp_daemon_fn)(void *arg);
+
+typedef struct sp_daemon_opts {
+    const char *name;     /* in messages; NULL = "spindle" */
+    bool detach;          /* go to the background (-d) */
+    const char *pid_file; /* NULL or "" = none; a relative path is taken
+                             from the directory at the call */
+    bool no_supervisor;   /* run worker() in this process, no restarts */
+    int64_t backoff_min_us; /* first restart delay; 0 = 100 ms */
+    int64_t backoff_max_us; /* 0 = 5 s */
+    int64_t stable_us;      /* uptime that resets the back-off; 0 = 10 s */
+} sp_daemon_opts_t;
+
+#define SP_DAEMON_DEFAULT_BACKOFF_MIN_US 100000
+#define SP_DAEMON_DEFAULT_BACKOFF_MAX_US 5000000
+#define SP_DAEMON_DEFAULT_STABLE_US 10000000
+
+/* Run worker(arg) as described above. Returns in the supervisor (or the
+ * only process with no_supervisor) the exit status to use: the worker's
+ * status after a requested stop, 1 when the pid file is locked by another
+ * instance or cannot be written (the message is on stderr and the log).
+ * With detach, the original process exits 0 inside this call once the
+ * daemon holds its pid file, or 1 if it could not. Never returns in the
+ * worker: it exits with worker()'s status. */
+int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg);
+
+/* The signals a worker waits for: SIGTERM, SIGINT, SIGHUP. */
+void sp_daemon_signals(sigset_t *set);
+/* Block them in the calling thread (threads started later inherit it). */
+void sp_daemon_block_signals(void);
+/* Wait for one of them (sigwait); returns the signal number. */
+int sp_daemon_wait_signal(void);
+
+/* The pid written in a pid file, or -1 (no file, no valid pid). Not for
+ * the process holding the file: closing any descriptor of a file drops
+ * that process's fcntl locks on it. */
+long sp_daemon_read_pid(const char *pid_file);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,320 @@
+/* The daemon runner: detaching, and the supervisor loop that forks the
+ * worker, restarts it with back-off and forwards stop/reload signals.
+ *
+ * The supervisor is one plain thread taking every signal with sigwait /
+ * sigtimedwait (SIGCHLD included), so there are no signal handlers and no
+ * races between "the worker died" and "stop was asked for". */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon_internal.h"
+#include "spindle/daemon.h"
+#include "spindle/log.h"
+
+typedef struct supervisor {
+    const char *name;
+    int64_t backoff_min, backoff_max, stable;
+    sp_daemon_fn worker;
+    void *arg;
+    int pid_fd;
+    sp_logger_t *log;
+    pid_t child;
+    bool stopping;
+} supervisor_t;
+
+void sp_daemon_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+}
+
+void sp_daemon_block_signals(void)
+{
+    sigset_t set;
+    sp_daemon_signals(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int sp_daemon_wait_signal(void)
+{
+    sigset_t set;
+    sp_daemon_signals(&set);
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0)
+        ;
+    return sig;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t or_default(int64_t v, int64_t def)
+{
+    return v > 0 ? v : def;
+}
+
+/* ---- detaching ---------------------------------------------------------- */
+
+/* The original process: wait for the daemon's verdict on the pid file (one
+ * byte, '0' = running) and exit with it. */
+static void await_daemon(int fd, pid_t first_child)
+{
+    char verdict = '1';
+    ssize_t n;
+    while ((n = read(fd, &verdict, 1)) < 0 && errno == EINTR)
+        ;
+    waitpid(first_child, NULL, 0);
+    _exit(n == 1 && verdict == '0' ? 0 : 1);
+}
+
+/* fork, setsid, fork: the daemon is no session leader, so it can never
+ * acquire a controlling terminal again. Returns in the daemon with the
+ * write end of the verdict pipe, or -1. */
+static int detach(const char *name)
+{
+    int p[2];
+    if (pipe(p) < 0) {
+        fprintf(stderr, "%s: pipe: %s\n", name, strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork: %s\n", name, strerror(errno));
+        return -1;
+    }
+    if (pid > 0) {
+        close(p[1]);
+        await_daemon(p[0], pid);
+    }
+    close(p[0]);
+    setsid();
+    pid = fork();
+    if (pid != 0)
+        _exit(pid < 0 ? 1 : 0);
+    if (chdir("/") < 0) /* do not keep a mount point busy */
+        _exit(1);
+    fcntl(p[1], F_SETFD, FD_CLOEXEC);
+    return p[1];
+}
+
+/* After the pid file is ours: tell the original process, then drop the
+ * terminal's stdio (messages until here still reached the user). */
+static void finish_detach(int verdict_fd, bool ok)
+{
+    if (verdict_fd < 0)
+        return;
+    ssize_t n = write(verdict_fd, ok ? "0" : "1", 1);
+    (void)n; /* the original process exits 1 when it reads nothing */
+    close(verdict_fd);
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0)
+        return;
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    if (null > STDERR_FILENO)
+        close(null);
+}
+
+/* ---- the worker process -------------------------------------------------- */
+
+static void run_worker(supervisor_t *s)
+{
+    if (s->pid_fd >= 0)
+        close(s->pid_fd); /* our copy; the lock is the supervisor's */
+    /* SIGCHLD back to normal; SIGTERM, SIGINT and SIGHUP stay blocked (a
+     * stop sent right after the fork waits for the worker's sigwait). */
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_UNBLOCK, &chld, NULL);
+    int status = s->worker(s->arg);
+    sp_log_shutdown();
+    fflush(NULL);
+    _exit(status);
+}
+
+static pid_t spawn(supervisor_t *s)
+{
+    fflush(NULL); /* or the child would write our buffered output again */
+    pid_t pid = fork();
+    if (pid == 0)
+        run_worker(s);
+    if (pid < 0)
+        SP_LOG_ERROR(s->log, "%s: fork: %s", s->name, strerror(errno));
+    else
+        SP_LOG_INFO(s->log, "%s: worker %ld started", s->name, (long)pid);
+    return pid;
+}
+
+/* ---- the supervisor ------------------------------------------------------ */
+
+static void supervisor_signals(sigset_t *set)
+{
+    sp_daemon_signals(set);
+    sigaddset(set, SIGCHLD);
+}
+
+static void forward(supervisor_t *s, int sig)
+{
+    if (sig == SIGTERM || sig == SIGINT)
+        s->stopping = true;
+    if (sig == SIGHUP)
+        sp_log_reopen(); /* our own log lines go to the rotated files too */
+    if (s->child > 0)
+        kill(s->child, sig);
+}
+
+static void log_death(supervisor_t *s, pid_t pid, int status)
+{
+    if (WIFSIGNALED(status))
+        SP_LOG_WARN(s->log, "%s: worker %ld killed by signal %d (%s)", s->name, (long)pid,
+                    WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (WEXITSTATUS(status) != 0)
+        SP_LOG_WARN(s->log, "%s: worker %ld exited with status %d", s->name, (long)pid,
+                    WEXITSTATUS(status));
+    else
+        SP_LOG_INFO(s->log, "%s: worker %ld exited", s->name, (long)pid);
+}
+
+/* Wait for the worker to die, forwarding signals meanwhile; its status. */
+static int wait_worker(supervisor_t *s)
+{
+    sigset_t set;
+    supervisor_signals(&set);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig != SIGCHLD) {
+            forward(s, sig);
+            continue;
+        }
+        int status;
+        pid_t pid = waitpid(s->child, &status, WNOHANG);
+        if (pid == s->child) {
+            log_death(s, pid, status);
+            s->child = 0;
+            return status;
+        }
+    }
+}
+
+/* Sleep for the back-off; false when a stop signal came meanwhile. A
+ * SIGHUP still reopens our log files. */
+static bool wait_backoff(supervisor_t *s, int64_t us)
+{
+    sigset_t set;
+    supervisor_signals(&set);
+    int64_t deadline = now_us() + us;
+    for (int64_t left; !s->stopping && (left = deadline - now_us()) > 0;) {
+        struct timespec ts = {(time_t)(left / 1000000), (long)(left % 1000000) * 1000};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig > 0 && sig != SIGCHLD)
+            forward(s, sig); /* no worker now: only the supervisor's part */
+    }
+    return !s->stopping;
+}
+
+static bool abnormal(int status)
+{
+    return WIFSIGNALED(status) || WEXITSTATUS(status) != 0;
+}
+
+/* Exit status of a worker for the supervisor's own exit. */
+static int exit_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int supervise(supervisor_t *s)
+{
+    int64_t backoff = s->backoff_min;
+    for (;;) {
+        int64_t started = now_us();
+        if ((s->child = spawn(s)) < 0)
+            return 1;
+        int status = wait_worker(s);
+        if (s->stopping || !abnormal(status))
+            return exit_code(status);
+        if (now_us() - started >= s->stable)
+            backoff = s->backoff_min;
+        SP_LOG_INFO(s->log, "%s: restarting the worker in %lld ms", s->name,
+                    (long long)(backoff / 1000));
+        if (!wait_backoff(s, backoff))
+            return 0;
+        backoff = backoff * 2 < s->backoff_max ? backoff * 2 : s->backoff_max;
+    }
+}
+
+/* Nothing to do: SIGCHLD only needs to be queued for sigwait, and an
+ * ignored (default) SIGCHLD may be discarded on some systems. */
+static void on_chld(int sig)
+{
+    (void)sig;
+}
+
+static int run_supervised(supervisor_t *s)
+{
+    sigset_t set;
+    supervisor_signals(&set);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    struct sigaction sa = {.sa_handler = on_chld};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
+    int rc = supervise(s);
+    SP_LOG_INFO(s->log, "%s: supervisor exits (%d)", s->name, rc);
+    return rc;
+}
+
+int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
+{
+    supervisor_t s = {
+        .name = opts->name ? opts->name : "spindle",
+        .backoff_min = or_default(opts->backoff_min_us, SP_DAEMON_DEFAULT_BACKOFF_MIN_US),
+        .backoff_max = or_default(opts->backoff_max_us, SP_DAEMON_DEFAULT_BACKOFF_MAX_US),
+        .stable = or_default(opts->stable_us, SP_DAEMON_DEFAULT_STABLE_US),
+        .worker = worker,
+        .arg = arg,
+        .pid_fd = -1,
+        .log = sp_logger("spindle.daemon"),
+    };
+    char pid_path[PATH_MAX] = "";
+    bool has_pid_file = opts->pid_file && *opts->pid_file;
+    if (has_pid_file && sp__path_absolute(opts->pid_file, pid_path, sizeof pid_path) < 0) {
+        fprintf(stderr, "%s: pid file %s: path too long\n", s.name, opts->pid_file);
+        return 1;
+    }
+    int verdict_fd = opts->detach ? detach(s.name) : -1;
+    if (opts->detach && verdict_fd < 0)
+        return 1;
+    if (has_pid_file && (s.pid_fd = sp__pidfile_lock(s.name, pid_path)) < 0) {
+        finish_detach(verdict_fd, false);
+        return 1;
+    }
+    finish_detach(verdict_fd, true);
+    int rc;
+    if (opts->no_supervisor) {
+        sp_daemon_block_signals();
+        rc = worker(arg);
+    } else {
+        rc = run_supervised(&s);
+    }
+    sp__pidfile_release(s.pid_fd, pid_path);
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* The pid file: an fcntl write lock on the open file marks the running
+ * instance. The kernel drops the lock when the process dies, so a stale
+ * file left by a crash never blocks a new start (unlike "file exists"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon_internal.h"
+#include "spindle/daemon.h"
+
+long sp_daemon_read_pid(const char *pid_file)
+{
+    FILE *f = fopen(pid_file, "r");
+    if (!f)
+        return -1;
+    long pid = -1;
+    if (fscanf(f, "%ld", &pid) != 1 || pid <= 0)
+        pid = -1;
+    fclose(f);
+    return pid;
+}
+
+static int lock_whole_file(int fd)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    return fcntl(fd, F_SETLK, &fl);
+}
+
+static int write_pid(int fd)
+{
+    char text[32];
+    int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
+        return -1;
+    return 0;
+}
+
+int sp__pidfile_lock(const char *name, const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "%s: pid file %s: %s\n", name, path, strerror(errno));
+        return -1;
+    }
+    if (lock_whole_file(fd) < 0) {
+        int err = errno;
+        /* Read through a second stream: closing it would drop a lock we
+         * held, but we hold none here. */
+        long pid = sp_daemon_read_pid(path);
+        if (err == EAGAIN || err == EACCES)
+            fprintf(stderr, "%s: already running (pid %ld, pid file %s is locked)\n", name,
+                    pid, path);
+        else
+            fprintf(stderr, "%s: pid file %s: cannot lock: %s\n", name, path, strerror(err));
+        close(fd);
+        return -1;
+    }
+    if (write_pid(fd) < 0) {
+        fprintf(stderr, "%s: pid file %s: cannot write: %s\n", name, path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void sp__pidfile_release(int fd, const char *path)
+{
+    if (fd < 0)
+        return;
+    unlink(path); /* while still locked, so no new instance's file is removed */
+    close(fd);
+}
+
+int sp__path_absolute(const char *path, char *buf, size_t size)
+{
+    int n;
+    if (path[0] == '/') {
+        n = snprintf(buf, size, "%s", path);
+    } else {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd))
+            return -errno;
+        n = snprintf(buf, size, "%s/%s", cwd, path);
+    }
+    return n >= 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
