@@ -5,6 +5,12 @@
  *   spindle-bench parked [fibers]        memory per parked fiber
  *   spindle-bench wake   [round_trips]   cross-worker park/wake
  *   spindle-bench idle   [seconds]       CPU of an idle scheduler
+ *   spindle-bench pingpong [round_trips] socketpair ping-pong: fibers vs libev
+ *   spindle-bench timers [timers]        timer insert + cancel
+ *   spindle-bench tickle [samples]       wake-up latency of a sleeping worker
+ *   spindle-bench sleepers [fibers]      hooked sleep() in many fibers
+ *   spindle-bench hooked_rw [pairs]      hooked read/write vs raw syscalls
+ *   spindle-bench sync [iterations]      fiber mutex and channel costs
  *   spindle-bench all                    all of them with defaults
  *
  * Every figure is a stdout line `name value unit`; notes go to stderr.
@@ -30,6 +36,12 @@ static const bench_t benches[] = {
     {"spawn", sb_spawn, 1000000, "tasks"},
     {"wake", sb_wake, 100000, "round_trips"},
     {"idle", sb_idle, 2, "seconds"},
+    {"pingpong", sb_pingpong, 200000, "round_trips"},
+    {"timers", sb_timers, 1000000, "timers"},
+    {"tickle", sb_tickle, 10000, "samples"},
+    {"sleepers", sb_sleepers, 1000, "fibers"},
+    {"hooked_rw", sb_hooked_rw, 1000000, "pairs"},
+    {"sync", sb_sync, 1000000, "iterations"},
     {"parked", sb_parked, 1000000, "fibers"},
 };
 enum { NBENCH = sizeof benches / sizeof benches[0] };

@@ -327,9 +327,14 @@ static void worker_loop(sp_worker_t *w)
         sp_task_t task;
         if (take_local(w, &task) || steal(w, &task)) {
             run_task(w, &task);
-            if (w->s->ops.tick && ++w->since_tick >= SP_TICK_TASKS) {
+            if (w->s->ops.tick && ++w->since_tick >= w->tick_every) {
+                /* Poll again only once everything the last poll woke has
+                 * run: those fibers have waited again by then, so their
+                 * fds' readiness is news, not a repeat. */
                 w->since_tick = 0;
                 w->s->ops.tick(w->s, w->index);
+                size_t queued = atomic_load(&w->n_shared) + atomic_load(&w->n_bound);
+                w->tick_every = queued > SP_TICK_TASKS ? (unsigned)queued : SP_TICK_TASKS;
             }
             continue;
         }
@@ -383,6 +388,7 @@ int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
         sp__rq_init(&w->bound);
         w->s = s;
         w->index = i;
+        w->tick_every = SP_TICK_TASKS;
     }
     if (use_caller) {
         sp_worker_t *w0 = &s->workers[0];

@@ -27,6 +27,8 @@ typedef struct sp_sched_ops {
     void (*exit)(sp_scheduler_t *s, int worker);
 } sp_sched_ops_t;
 
+/* A busy worker ticks after at least this many tasks, and never before it
+ * has run as many tasks as were queued at its last tick. */
 enum { SP_TICK_TASKS = 64 };
 
 typedef struct sp_worker {
@@ -46,7 +48,7 @@ typedef struct sp_worker {
     struct sp_fiber *loop_fiber; /* use_caller worker: runs the loop */
     struct sp_fiber *spare[64];  /* finished function-task fibers */
     unsigned nspare;
-    unsigned since_tick;
+    unsigned since_tick, tick_every; /* tasks run since / between ticks */
     _Atomic uint64_t tasks_run, switches, steals;
     void *ext; /* the extension's per-worker state */
 } sp_worker_t;
