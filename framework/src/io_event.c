@@ -37,6 +37,7 @@ typedef struct sp_io_watch {
     uint32_t seq;  /* numbers each arming */
     bool queued;   /* in the owner's inbox */
     bool retired;  /* no longer its fd's watch: the owner frees it */
+    bool closing;  /* retired because its fd is being closed */
     struct close_ack *ack; /* a closer waiting for the owner to drop it */
     /* Owner thread only. */
     bool started;
@@ -206,10 +207,17 @@ static void untrack(sp_io_watch_t *w)
     pthread_mutex_unlock(&io->watches_lock);
 }
 
-static void destroy(sp_io_watch_t *w, close_ack_t *ack)
+/* Owner thread. When the fd is being closed, let the loop look once more
+ * before the closer goes on: libev drops an fd from its epoll set lazily,
+ * at the fd's next event, and that must happen before close(2) can give
+ * the number to a new file. (Never called from inside ev_run.) */
+static void destroy(sp_io_watch_t *w, close_ack_t *ack, bool closing)
 {
+    struct ev_loop *loop = loop_of(w);
     if (w->started)
-        ev_io_stop(loop_of(w), &w->io);
+        ev_io_stop(loop, &w->io);
+    if (closing)
+        ev_run(loop, EVRUN_NOWAIT);
     untrack(w);
     free(w);
     if (ack)
@@ -274,10 +282,11 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
         pthread_mutex_lock(&w->ctx->lock);
         w->queued = false;
         bool retired = w->retired, armed = w->waiter || w->fn;
+        bool closing = w->closing;
         close_ack_t *ack = w->ack;
         pthread_mutex_unlock(&w->ctx->lock);
         if (retired) {
-            destroy(w, ack);
+            destroy(w, ack, closing);
         } else if (armed && !w->started) {
             ev_io_start(x->loop, &w->io);
             w->started = true;
@@ -335,7 +344,7 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
     }
     pthread_mutex_unlock(&ctx->lock);
     if (old)
-        destroy(old, NULL);
+        destroy(old, NULL, false);
     if (kick_old)
         sp__iom_kick(io, old_owner);
     if (kick_owner)
@@ -486,6 +495,7 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
         if (closing) {
             ios[dir] = w->iom;
             owners[dir] = w->owner;
+            w->closing = true;
             mine[dir] = retire(w, &kick[dir]);
             if (!mine[dir]) { /* its owner drops it: wait for that */
                 w->ack = &ack;
@@ -508,7 +518,7 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
         if (got[dir])
             deliver(&t[dir]);
         if (mine[dir])
-            destroy(mine[dir], NULL);
+            destroy(mine[dir], NULL, true);
         if (kick[dir])
             sp__iom_kick(ios[dir], owners[dir]);
     }
