@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "apps_common.h"
+#include <spindle/tcp_server.h>
+#include <errno.h>
 
 /* Small enough that an idle connection's fiber stays within a page or two;
  * bigger messages just take more rounds. */
@@ -58,4 +60,60 @@ void app_print_listening(const sp_addr_t *a, const char *what)
         printf("listening on %s (%s)\n", text, what);
     else
         printf("listening on %s\n", text);
+}
+
+static int tcp_listen(void *srv, const sp_addr_t *a)
+{
+    return sp_tcp_server_listen(srv, a);
+}
+
+static int tcp_naddrs(const void *srv)
+{
+    return sp_tcp_server_naddrs(srv);
+}
+
+static int tcp_addr(const void *srv, int i, sp_addr_t *out)
+{
+    return sp_tcp_server_addr(srv, i, out);
+}
+
+static int http_listen(void *srv, const sp_addr_t *a)
+{
+    return sp_http_server_listen(srv, a);
+}
+
+static int http_naddrs(const void *srv)
+{
+    return sp_http_server_naddrs(srv);
+}
+
+static int http_addr(const void *srv, int i, sp_addr_t *out)
+{
+    return sp_http_server_addr(srv, i, out);
+}
+
+const app_server_ops_t app_tcp_ops = {tcp_listen, tcp_naddrs, tcp_addr};
+const app_server_ops_t app_http_ops = {http_listen, http_naddrs, http_addr};
+
+int app_listen_all(const app_server_ops_t *ops, void *srv, const char *const *texts,
+                   size_t n, const char *prefix)
+{
+    for (size_t i = 0; i < n; i++) {
+        sp_addr_t a;
+        int rc = sp_addr_resolve(texts[i], &a, 1) < 1 ? -EINVAL : ops->listen(srv, &a);
+        if (rc < 0) {
+            fprintf(stderr, "%s %s: %s\n", prefix, texts[i], strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void app_print_all(const app_server_ops_t *ops, const void *srv, const char *what)
+{
+    for (int i = 0; srv && i < ops->naddrs(srv); i++) {
+        sp_addr_t a;
+        ops->addr(srv, i, &a);
+        app_print_listening(&a, what);
+    }
 }

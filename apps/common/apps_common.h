@@ -21,4 +21,22 @@ void app_echo(int fd, const sp_addr_t *peer, void *arg);
  * last one: tests read these lines through a pipe. */
 void app_print_listening(const sp_addr_t *a, const char *what);
 
+/* The listening side of a TCP or HTTP server, so the programs set up and
+ * report either kind the same way. */
+typedef struct app_server_ops {
+    int (*listen)(void *srv, const sp_addr_t *addr);
+    int (*naddrs)(const void *srv);
+    int (*addr)(const void *srv, int i, sp_addr_t *out);
+} app_server_ops_t;
+
+extern const app_server_ops_t app_tcp_ops;  /* sp_tcp_server_t */
+extern const app_server_ops_t app_http_ops; /* sp_http_server_t */
+
+/* Resolve each address text and listen on it. On the first failure prints
+ * "PREFIX TEXT: error" on stderr and returns the negative errno. */
+int app_listen_all(const app_server_ops_t *ops, void *srv, const char *const *texts,
+                   size_t n, const char *prefix);
+/* app_print_listening for every address of srv (none for NULL). */
+void app_print_all(const app_server_ops_t *ops, const void *srv, const char *what);
+
 #endif

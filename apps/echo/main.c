@@ -63,14 +63,8 @@ int main(int argc, char **argv)
     }
     sp_tcp_server_opts_t opts = {.max_conns = max_conns, .nodelay = true};
     sp_tcp_server_t *srv = sp_tcp_server_create(io, app_echo, NULL, &opts);
-    for (int i = 0; i < nlisten; i++) {
-        sp_addr_t a;
-        if (sp_addr_resolve(listen[i], &a, 1) < 1) {
-            fprintf(stderr, "spindle-echo: bad address '%s'\n", listen[i]);
-            return 2;
-        }
-        sp_tcp_server_listen(srv, &a);
-    }
+    if (app_listen_all(&app_tcp_ops, srv, listen, (size_t)nlisten, "spindle-echo:") < 0)
+        return 2;
     int rc = sp_iomanager_start(io);
     if (rc == 0)
         rc = sp_tcp_server_start(srv);
@@ -78,11 +72,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "spindle-echo: %s\n", strerror(-rc));
         return 1;
     }
-    for (int i = 0; i < sp_tcp_server_naddrs(srv); i++) {
-        sp_addr_t a;
-        sp_tcp_server_addr(srv, i, &a);
-        app_print_listening(&a, NULL);
-    }
+    app_print_all(&app_tcp_ops, srv, NULL);
     fflush(stdout);
 
     int sig;

@@ -83,16 +83,6 @@ static sp_http_router_t *make_routes(const args_t *a, sp_http_static_t **st)
     return r;
 }
 
-static void print_addrs(const sp_http_server_t *srv)
-{
-    for (int i = 0; i < sp_http_server_naddrs(srv); i++) {
-        sp_addr_t a;
-        sp_http_server_addr(srv, i, &a);
-        app_print_listening(&a, NULL);
-    }
-    fflush(stdout);
-}
-
 int main(int argc, char **argv)
 {
     args_t a;
@@ -122,14 +112,8 @@ int main(int argc, char **argv)
         perror("spindle-httpd: server");
         return 1;
     }
-    for (int i = 0; i < a.nlisten; i++) {
-        sp_addr_t addr;
-        if (sp_addr_resolve(a.listen[i], &addr, 1) < 1) {
-            fprintf(stderr, "spindle-httpd: bad address '%s'\n", a.listen[i]);
-            return 2;
-        }
-        sp_http_server_listen(srv, &addr);
-    }
+    if (app_listen_all(&app_http_ops, srv, a.listen, (size_t)a.nlisten, "spindle-httpd:") < 0)
+        return 2;
     int rc = sp_iomanager_start(io);
     if (rc == 0)
         rc = sp_http_server_start(srv);
@@ -137,7 +121,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "spindle-httpd: %s\n", strerror(-rc));
         return 1;
     }
-    print_addrs(srv);
+    app_print_all(&app_http_ops, srv, NULL);
+    fflush(stdout); /* tests read the lines through a pipe */
 
     int sig;
     sigwait(&stop_signals, &sig);

@@ -106,31 +106,13 @@ static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
 }
 
 /* listen(addr) for every address of the list; 0 or the first error. */
-typedef int (*listen_fn)(void *srv, const sp_addr_t *addr);
-
-static int http_listen(void *srv, const sp_addr_t *a)
-{
-    return sp_http_server_listen(srv, a);
-}
-
-static int echo_listen(void *srv, const sp_addr_t *a)
-{
-    return sp_tcp_server_listen(srv, a);
-}
-
-static int listen_all(const sp_cvar_t *list, listen_fn fn, void *srv)
+/* Listen on every address of a list variable. */
+static int listen_all(const sp_cvar_t *list, const app_server_ops_t *ops, void *srv)
 {
     const sp_strlist_t *l = sp_cvar_list(list);
-    for (size_t i = 0; i < l->n; i++) {
-        sp_addr_t a;
-        int rc = sp_addr_resolve(l->items[i], &a, 1) < 1 ? -EINVAL : fn(srv, &a);
-        if (rc < 0) {
-            fprintf(stderr, "%s: %s %s: %s\n", spindled_name, sp_cvar_name(list), l->items[i],
-                    strerror(-rc));
-            return rc;
-        }
-    }
-    return 0;
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s: %s", spindled_name, sp_cvar_name(list));
+    return app_listen_all(ops, srv, l->items, l->n, prefix);
 }
 
 static int create_http(servers_t *s)
@@ -145,7 +127,7 @@ static int create_http(servers_t *s)
     s->http = sp_http_server_create(s->io, sp_http_router_dispatch, s->routes, &o);
     if (!s->http)
         return -errno;
-    return listen_all(v->http_listen, http_listen, s->http);
+    return listen_all(v->http_listen, &app_http_ops, s->http);
 }
 
 static int create_echo(servers_t *s)
@@ -157,40 +139,7 @@ static int create_echo(servers_t *s)
                               .nodelay = true};
     if (!(s->echo = sp_tcp_server_create(s->io, app_echo, NULL, &o)))
         return -errno;
-    return listen_all(v->echo_listen, echo_listen, s->echo);
-}
-
-typedef int (*naddrs_fn)(const void *srv);
-typedef int (*addr_fn)(const void *srv, int i, sp_addr_t *out);
-
-static int http_naddrs(const void *srv)
-{
-    return sp_http_server_naddrs(srv);
-}
-
-static int http_addr(const void *srv, int i, sp_addr_t *out)
-{
-    return sp_http_server_addr(srv, i, out);
-}
-
-static int echo_naddrs(const void *srv)
-{
-    return sp_tcp_server_naddrs(srv);
-}
-
-static int echo_addr(const void *srv, int i, sp_addr_t *out)
-{
-    return sp_tcp_server_addr(srv, i, out);
-}
-
-/* "listening on ADDR (what)" per address: port 0 shows the kernel's. */
-static void print_addrs(const void *srv, const char *what, naddrs_fn n, addr_fn get)
-{
-    for (int i = 0; srv && i < n(srv); i++) {
-        sp_addr_t a;
-        get(srv, i, &a);
-        app_print_listening(&a, what);
-    }
+    return listen_all(v->echo_listen, &app_tcp_ops, s->echo);
 }
 
 static int start(servers_t *s)
@@ -204,8 +153,8 @@ static int start(servers_t *s)
         fprintf(stderr, "%s: %s\n", spindled_name, strerror(-rc));
         return rc;
     }
-    print_addrs(s->http, "http", http_naddrs, http_addr);
-    print_addrs(s->echo, "echo", echo_naddrs, echo_addr);
+    app_print_all(&app_http_ops, s->http, "http");
+    app_print_all(&app_tcp_ops, s->echo, "echo");
     printf("worker pid %ld\n", (long)getpid());
     fflush(stdout);
     return 0;
