@@ -82,8 +82,8 @@ uint64_t sp__hook_deadline(int64_t timeout_us)
     return timeout_us < 0 ? 0 : sp__hook_now_ns() + (uint64_t)timeout_us * 1000;
 }
 
-int sp__hook_wait(const sp_hook_bridge_t *b, int fd, int event,
-                  uint64_t deadline_ns)
+int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, int fd,
+                  int event, uint64_t deadline_ns)
 {
     int64_t timeout_us = -1;
     if (deadline_ns) {
@@ -94,8 +94,7 @@ int sp__hook_wait(const sp_hook_bridge_t *b, int fd, int event,
         }
         timeout_us = (int64_t)((deadline_ns - now + 999) / 1000);
     }
-    sp_io_want_t want = {fd, event};
-    int rc = b->wait_any(&want, 1, timeout_us);
+    int rc = b->wait_fd(ctx, fd, event, timeout_us);
     switch (rc) {
     case 0:
         return 0;

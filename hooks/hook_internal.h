@@ -29,8 +29,8 @@ void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb
  * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as
  * the kernel would for a blocking call: EAGAIN on timeout, EBADF when the
  * fd was closed meanwhile, EINTR when the wait was cancelled. */
-int sp__hook_wait(const sp_hook_bridge_t *b, int fd, int event,
-                  uint64_t deadline_ns);
+int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, int fd,
+                  int event, uint64_t deadline_ns);
 
 /* Monotonic clock (the framework's own is not reachable from a preloaded
  * library). */

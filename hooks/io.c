@@ -138,8 +138,10 @@ static size_t read_size(const io_call_t *c)
  * level-triggered, so data that came meanwhile wakes the wait at once. */
 static bool wait_first(sp_fd_ctx_t *ctx)
 {
-    return atomic_load_explicit(&ctx->flags, memory_order_relaxed) & SP_FD_DRAINED &&
-           atomic_fetch_and(&ctx->flags, ~(unsigned)SP_FD_DRAINED) & SP_FD_DRAINED;
+    if (!atomic_load_explicit(&ctx->drained, memory_order_relaxed))
+        return false;
+    atomic_store_explicit(&ctx->drained, false, memory_order_relaxed);
+    return true;
 }
 
 static void note_read(sp_fd_ctx_t *ctx, const io_call_t *c, ssize_t n)
@@ -147,7 +149,7 @@ static void note_read(sp_fd_ctx_t *ctx, const io_call_t *c, ssize_t n)
     unsigned fl = atomic_load_explicit(&ctx->flags, memory_order_relaxed);
     if (n > 0 && (fl & SP_FD_STREAM) && !(c->flags & MSG_PEEK) &&
         (size_t)n < read_size(c))
-        atomic_fetch_or(&ctx->flags, SP_FD_DRAINED);
+        atomic_store_explicit(&ctx->drained, true, memory_order_relaxed);
 }
 
 static ssize_t hooked(io_call_t *c)
@@ -162,7 +164,7 @@ static ssize_t hooked(io_call_t *c)
     if (reading && wait_first(ctx)) {
         deadline = sp__hook_deadline(atomic_load(&ctx->rcv_timeout_us));
         timed = true;
-        if (sp__hook_wait(b, c->fd, SP_IO_READ, deadline) < 0)
+        if (sp__hook_wait(b, ctx, c->fd, SP_IO_READ, deadline) < 0)
             return -1;
     }
     size_t want = reading ? 0 : write_size(c), sent = 0;
@@ -189,7 +191,7 @@ static ssize_t hooked(io_call_t *c)
                 reading ? &ctx->rcv_timeout_us : &ctx->snd_timeout_us));
             timed = true;
         }
-        if (sp__hook_wait(b, c->fd, reading ? SP_IO_READ : SP_IO_WRITE,
+        if (sp__hook_wait(b, ctx, c->fd, reading ? SP_IO_READ : SP_IO_WRITE,
                           deadline) < 0) {
             ret = sent ? (ssize_t)sent : -1;
             break;

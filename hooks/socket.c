@@ -53,7 +53,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
             return -1;
         }
     }
-    if (sp__hook_wait(b, fd, SP_IO_WRITE, deadline) < 0) {
+    if (sp__hook_wait(b, ctx, fd, SP_IO_WRITE, deadline) < 0) {
         if (errno == EAGAIN)
             errno = ETIMEDOUT;
         return -1;
@@ -90,7 +90,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
             deadline = sp__hook_deadline(atomic_load(&ctx->rcv_timeout_us));
             timed = true;
         }
-        if (sp__hook_wait(b, fd, SP_IO_READ, deadline) < 0)
+        if (sp__hook_wait(b, ctx, fd, SP_IO_READ, deadline) < 0)
             return -1;
     }
 }

@@ -17,6 +17,7 @@ enum { CHUNK_SHIFT = 10, CHUNK = 1 << CHUNK_SHIFT };
 
 static _Atomic(sp_fd_ctx_t *) *chunks;
 static size_t nchunks;
+static atomic_bool ready; /* chunks and nchunks are set */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void table_init(void)
@@ -32,6 +33,7 @@ static void table_init(void)
     chunks = calloc(nchunks, sizeof *chunks);
     if (!chunks)
         nchunks = 0;
+    atomic_store_explicit(&ready, true, memory_order_release);
 }
 
 static sp_fd_ctx_t *new_chunk(void)
@@ -48,7 +50,8 @@ static sp_fd_ctx_t *new_chunk(void)
 
 sp_fd_ctx_t *sp__fd_ctx(int fd)
 {
-    pthread_once(&once, table_init);
+    if (!atomic_load_explicit(&ready, memory_order_acquire))
+        pthread_once(&once, table_init);
     if (fd < 0 || (size_t)(fd >> CHUNK_SHIFT) >= nchunks)
         return NULL;
     _Atomic(sp_fd_ctx_t *) *slot = &chunks[fd >> CHUNK_SHIFT];
@@ -99,6 +102,7 @@ unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
 void sp__fd_ctx_forget(sp_fd_ctx_t *c)
 {
     atomic_store(&c->flags, 0);
+    atomic_store_explicit(&c->drained, false, memory_order_relaxed);
     atomic_store(&c->rcv_timeout_us, -1);
     atomic_store(&c->snd_timeout_us, -1);
 }

@@ -18,13 +18,15 @@ enum sp_fd_flag {
     SP_FD_SOCKET = 2,   /* a socket: the hooks manage it */
     SP_FD_SYS_NB = 4,   /* O_NONBLOCK is set on the kernel's file */
     SP_FD_USER_NB = 8,  /* O_NONBLOCK as the user set it and sees it */
-    SP_FD_STREAM = 16,  /* a stream socket: a short read drained it */
-    SP_FD_DRAINED = 32  /* the last read was short: wait before reading */
+    SP_FD_STREAM = 16   /* a stream socket: a short read drained it */
 };
 
 typedef struct sp_fd_ctx {
     pthread_mutex_t lock;
     _Atomic unsigned flags;
+    /* The last read was short: wait before reading. A hint kept apart from
+     * `flags` so that setting it costs a plain store, not a locked RMW. */
+    _Atomic bool drained;
     _Atomic int64_t rcv_timeout_us, snd_timeout_us; /* -1 = none */
     struct sp_io_watch *watch[2]; /* armed READ / WRITE event, or NULL */
     uint32_t wait_seq[2];         /* numbers each armed event */

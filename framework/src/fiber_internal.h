@@ -36,7 +36,6 @@ struct sp_fiber {
 /* Per-thread fiber state. `root` stands for the thread's own stack so every
  * switch is fiber-to-fiber. */
 typedef struct sp_thread {
-    bool ready;
     struct sp_fiber root;
     struct sp_fiber *current;
     struct sp_fiber *prev; /* the fiber being switched away from */

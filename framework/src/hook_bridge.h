@@ -14,6 +14,8 @@
 typedef struct sp_hook_bridge {
     bool (*enabled)(void);
     int (*wait_any)(const sp_io_want_t *wants, int n, int64_t timeout_us);
+    /* The same for one fd whose context the caller looked up. */
+    int (*wait_fd)(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
     int (*sleep_us)(uint64_t usec);
     int (*close_fd)(int fd);
     int64_t (*connect_timeout)(void);

@@ -36,6 +36,7 @@ int64_t sp_hook_connect_timeout(void)
 const sp_hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
     .wait_any = sp_io_wait_any,
+    .wait_fd = sp__io_wait_fd,
     .sleep_us = sp_sleep_us,
     .close_fd = sp_io_close_fd,
     .connect_timeout = sp_hook_connect_timeout,

@@ -23,6 +23,14 @@
 #include "fd_table.h"
 #include "iomanager_internal.h"
 
+/* A fiber's wait on fds. `unarmed` counts the watches that took the waiter
+ * off themselves (under their fd's lock): when all did, the waiting fiber
+ * has nothing to withdraw. */
+typedef struct io_waiter {
+    sp_waiter_t base;
+    _Atomic int unarmed;
+} io_waiter_t;
+
 typedef struct sp_io_watch {
     ev_io io; /* first: libev hands this pointer to on_ready */
     struct sp_io_watch *next; /* inbox link */
@@ -31,7 +39,7 @@ typedef struct sp_io_watch {
     sp_iomanager_t *iom;
     int dir, owner;
     /* Guarded by ctx->lock. */
-    sp_waiter_t *waiter; /* armed by a fiber, or */
+    io_waiter_t *waiter; /* armed by a fiber, or */
     sp_io_fn fn;         /* armed with a callback, or neither: idle */
     void *arg;
     uint32_t seq;  /* numbers each arming */
@@ -130,11 +138,13 @@ static bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
 {
     if (!w->waiter && !w->fn)
         return false;
-    *out = (taken_t){w->iom, w->waiter, w->fn, w->arg, result, drop};
-    if (w->waiter) {
-        sp__waiter_promise(w->waiter, result);
+    sp_waiter_t *waiter = w->waiter ? &w->waiter->base : NULL;
+    *out = (taken_t){w->iom, waiter, w->fn, w->arg, result, drop};
+    if (waiter) {
+        sp__waiter_promise(waiter, result);
+        atomic_fetch_add_explicit(&w->waiter->unarmed, 1, memory_order_relaxed);
         if (drop) /* ends the wait, without a wake-up */
-            sp__waiter_deliver(w->waiter, false);
+            sp__waiter_deliver(waiter, false);
     }
     w->waiter = NULL;
     w->fn = NULL;
@@ -297,7 +307,7 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 /* Arm the fd's watch of direction dir for a waiter or a callback, on
  * worker `owner`. On success *seq numbers this arming. */
 static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
-               int dir, sp_waiter_t *waiter, sp_io_fn fn, void *arg,
+               int dir, io_waiter_t *waiter, sp_io_fn fn, void *arg,
                uint32_t *seq)
 {
     sp_io_watch_t *old = NULL;
@@ -365,8 +375,12 @@ typedef struct armed {
     uint32_t seq;
 } armed_t;
 
-static void withdraw(const armed_t *a, int n, const sp_waiter_t *waiter)
+static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
 {
+    /* The waiter was promised before it was marked unarmed, and the fiber
+     * settles (waits for every promiser) after this. */
+    if (atomic_load_explicit(&waiter->unarmed, memory_order_relaxed) == n)
+        return;
     for (int i = 0; i < n; i++) {
         pthread_mutex_lock(&a[i].ctx->lock);
         sp_io_watch_t *w = a[i].ctx->watch[a[i].dir];
@@ -392,6 +406,54 @@ static int check_wants(const sp_io_want_t *wants, int n)
     return 0;
 }
 
+/* Park the calling fiber, which runs on worker `owner` of io, until one of
+ * the wants is ready, the timeout passes or the wait is cancelled. `ctxs`
+ * holds each want's fd context. */
+static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
+                   sp_fd_ctx_t *const *ctxs, int n, int64_t timeout_us)
+{
+    io_waiter_t waiter;
+    sp__waiter_init(&waiter.base);
+    atomic_init(&waiter.unarmed, 0);
+    /* Most waits are on one fd: keep the parked stack small (it is most of
+     * an idle connection's memory) and allocate only for poll-sized sets. */
+    armed_t few[4], *armed = few;
+    if (2 * n > 4 && !(armed = malloc(sizeof *armed * 2 * (size_t)n)))
+        return -ENOMEM;
+    int k = 0, rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        for (int dir = 0; dir < 2 && rc == 0; dir++) {
+            if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
+                continue;
+            uint32_t seq = 0;
+            rc = ctxs[i] ? arm(io, owner, ctxs[i], wants[i].fd, dir, &waiter,
+                               NULL, NULL, &seq)
+                         : -EBADF;
+            if (rc == 0)
+                armed[k++] = (armed_t){ctxs[i], dir, seq};
+        }
+    }
+    sp_timer_id_t tid = 0;
+    if (rc == 0 && timeout_us >= 0)
+        rc = sp__timer_add_inline(&io->w[owner].timers,
+                                  (uint64_t)timeout_us * 1000,
+                                  on_wait_timeout, &waiter.base, &tid);
+    if (rc == 0) {
+        sp__waiter_wait(&waiter.base);
+        /* The timer runs its callback on this thread, like this fiber: once
+         * cancel says it already fired, that callback has completed. */
+        if (tid)
+            sp_timer_cancel(io, tid);
+    }
+    withdraw(armed, k, &waiter);
+    int result = sp__waiter_settle(&waiter.base);
+    if (rc == 0)
+        rc = result;
+    if (armed != few)
+        free(armed);
+    return rc;
+}
+
 int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
 {
     sp_iomanager_t *io = sp_iomanager_current();
@@ -400,47 +462,25 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     int rc = check_wants(wants, n);
     if (rc < 0)
         return rc;
-    int owner = sp__sched_self(&io->s)->index;
-    sp_waiter_t waiter;
-    sp__waiter_init(&waiter);
-    /* Most waits are on one fd: keep the parked stack small (it is most of
-     * an idle connection's memory) and allocate only for poll-sized sets. */
-    armed_t few[4], *armed = few;
-    if (2 * n > 4 && !(armed = malloc(sizeof *armed * 2 * (size_t)n)))
+    sp_fd_ctx_t *few[4] = {NULL}, **ctxs = few;
+    if (n > 4 && !(ctxs = malloc(sizeof *ctxs * (size_t)n)))
         return -ENOMEM;
-    int k = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        for (int dir = 0; dir < 2 && rc == 0; dir++) {
-            if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
-                continue;
-            sp_fd_ctx_t *ctx = sp__fd_ctx(wants[i].fd);
-            uint32_t seq = 0;
-            rc = ctx ? arm(io, owner, ctx, wants[i].fd, dir, &waiter, NULL,
-                           NULL, &seq)
-                     : -EBADF;
-            if (rc == 0)
-                armed[k++] = (armed_t){ctx, dir, seq};
-        }
-    }
-    sp_timer_id_t tid = 0;
-    if (rc == 0 && timeout_us >= 0)
-        rc = sp__timer_add_inline(&io->w[owner].timers,
-                                  (uint64_t)timeout_us * 1000,
-                                  on_wait_timeout, &waiter, &tid);
-    if (rc == 0) {
-        sp__waiter_wait(&waiter);
-        /* The timer runs its callback on this thread, like this fiber: once
-         * cancel says it already fired, that callback has completed. */
-        if (tid)
-            sp_timer_cancel(io, tid);
-    }
-    withdraw(armed, k, &waiter);
-    int result = sp__waiter_settle(&waiter);
-    if (rc == 0)
-        rc = result;
-    if (armed != few)
-        free(armed);
+    for (int i = 0; i < n; i++)
+        ctxs[i] = sp__fd_ctx(wants[i].fd);
+    rc = wait_on(io, sp__sched_self(&io->s)->index, wants, ctxs, n, timeout_us);
+    if (ctxs != few)
+        free(ctxs);
     return rc;
+}
+
+int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
+{
+    sp_worker_t *self = sp__thread()->worker;
+    sp_iomanager_t *io = self ? sp__iom_of(self->s) : NULL;
+    if (!io)
+        return -EPERM;
+    sp_io_want_t want = {fd, event};
+    return wait_on(io, self->index, &want, &ctx, 1, timeout_us);
 }
 
 int sp_io_wait(int fd, int event, int64_t timeout_us)

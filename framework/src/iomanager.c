@@ -18,14 +18,14 @@
 
 static void iom_idle(sp_scheduler_t *s, int worker);
 
-static sp_iomanager_t *iom_of(sp_scheduler_t *s)
+sp_iomanager_t *sp__iom_of(sp_scheduler_t *s)
 {
     return s && s->ops.idle == iom_idle ? (sp_iomanager_t *)s : NULL;
 }
 
 sp_iomanager_t *sp_iomanager_current(void)
 {
-    return iom_of(sp_scheduler_current());
+    return sp__iom_of(sp_scheduler_current());
 }
 
 sp_scheduler_t *sp_iomanager_scheduler(sp_iomanager_t *io)
@@ -42,7 +42,7 @@ static void tickle(sp_scheduler_t *s, int worker)
 {
     char c = 1;
     /* Raw syscalls for our own pipe: no trip through the hooks. */
-    long r = syscall(SYS_write, iom_of(s)->w[worker].pipe_wr, &c, 1);
+    long r = syscall(SYS_write, sp__iom_of(s)->w[worker].pipe_wr, &c, 1);
     (void)r; /* a full pipe already guarantees a wake-up */
 }
 
@@ -80,7 +80,7 @@ static void on_wake_timer(struct ev_loop *loop, ev_timer *t, int revents)
 
 static void poll_once(sp_scheduler_t *s, int worker, bool block)
 {
-    sp_iomanager_t *io = iom_of(s);
+    sp_iomanager_t *io = sp__iom_of(s);
     iom_worker_t *x = &io->w[worker];
     sp__io_drain_inbox(io, worker);
     int64_t next = sp__timer_heap_next(&x->timers);
@@ -113,7 +113,7 @@ static void iom_tick(sp_scheduler_t *s, int worker)
 
 static void iom_exit(sp_scheduler_t *s, int worker)
 {
-    sp__io_worker_gone(iom_of(s), worker);
+    sp__io_worker_gone(sp__iom_of(s), worker);
 }
 
 static int worker_init(iom_worker_t *x, sp_scheduler_t *s, int index)

@@ -6,6 +6,7 @@
 #include <ev.h>
 #include <stdatomic.h>
 
+#include "fd_table.h"
 #include "scheduler_internal.h"
 #include "spindle/iomanager.h"
 #include "timer_internal.h"
@@ -30,6 +31,11 @@ struct sp_iomanager {
     struct sp_io_watch *watches; /* every watch, to free them at the end */
 };
 
+/* s as an IOManager, or NULL if it is a plain scheduler. */
+sp_iomanager_t *sp__iom_of(sp_scheduler_t *s);
+/* sp_io_wait() for the hooks: fd's context already looked up, called on
+ * a task fiber of an IOManager worker (else -EPERM). */
+int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
 /* Wake `worker` if it sleeps, after something was left for it. */
 void sp__iom_kick(sp_iomanager_t *io, int worker);
 /* After stop: take every watch of io off its fd and free it. */

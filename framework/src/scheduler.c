@@ -96,9 +96,11 @@ static bool try_claim(sp_worker_t *w)
  * callback), it looks at its queues as soon as that returns. */
 static void notify(sp_scheduler_t *s, int target, bool bound)
 {
-    atomic_thread_fence(memory_order_seq_cst);
     sp_worker_t *self = sp__sched_self(s);
     sp_worker_t *t = &s->workers[target];
+    if (bound && t == self)
+        return; /* our own work: we look at our queues next */
+    atomic_thread_fence(memory_order_seq_cst);
     if (t != self && try_claim(t)) {
         s->ops.tickle(s, target);
         return;
@@ -202,14 +204,35 @@ static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
     return false;
 }
 
+static void run_task(sp_worker_t *w, const sp_task_t *task);
+
+/* Run, in wake order, the fibers collected while this worker polled. A
+ * fiber that yields or is woken again meanwhile goes through the queue. */
+static void run_woken(sp_worker_t *w)
+{
+    for (unsigned i = 0; i < w->nwoken; i++)
+        run_task(w, &(sp_task_t){.fiber = w->woken[i]});
+    w->nwoken = 0;
+}
+
+/* The extension's idle or tick: fibers its event callbacks wake on this
+ * worker are collected, then run once it returns. */
+static void poll_events(sp_worker_t *w, void (*poll)(sp_scheduler_t *, int))
+{
+    w->collecting = true;
+    poll(w->s, w->index);
+    w->collecting = false;
+}
+
 static void go_idle(sp_worker_t *w)
 {
     sp_scheduler_t *s = w->s;
     atomic_store(&w->idle, 1);
     atomic_thread_fence(memory_order_seq_cst);
     if (!work_visible(s, w) && !stopped(s))
-        s->ops.idle(s, w->index);
+        poll_events(w, s->ops.idle);
     atomic_store(&w->idle, 0);
+    run_woken(w);
 }
 
 static void base_idle(sp_scheduler_t *s, int worker)
@@ -232,6 +255,13 @@ static void base_tickle(sp_scheduler_t *s, int worker)
 }
 
 /* ---- running tasks ------------------------------------------------------ */
+
+/* A counter only its worker writes: a plain add, no locked instruction. */
+static void bump(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
 
 static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
 {
@@ -256,12 +286,30 @@ static void retire(sp_worker_t *w, struct sp_fiber *f)
      * is a few instructions from done, so wait for it before reuse. */
     while (atomic_load(&f->pins))
         sched_yield();
-    atomic_fetch_add_explicit(&w->tasks_run, 1, memory_order_relaxed);
+    bump(&w->tasks_run);
     if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
         w->spare[w->nspare++] = f;
     else
         sp_fiber_destroy(f);
     sp__sched_release(w->s);
+}
+
+/* Owner thread, while its worker polls for events: keep a woken fiber of
+ * this worker to run right after the poll (see go_idle), as a callback
+ * server runs its handlers, instead of a trip through the locked queue.
+ * False if out of memory: queue it as usual. */
+static bool collect(sp_worker_t *w, struct sp_fiber *f)
+{
+    if (w->nwoken == w->capwoken) {
+        unsigned cap = w->capwoken ? 2 * w->capwoken : 64;
+        struct sp_fiber **grown = realloc(w->woken, sizeof *grown * cap);
+        if (!grown)
+            return false;
+        w->woken = grown;
+        w->capwoken = cap;
+    }
+    w->woken[w->nwoken++] = f;
+    return true;
 }
 
 /* A fiber that has run resumes on the worker it last ran on (or its bound
@@ -274,6 +322,9 @@ static void retire(sp_worker_t *w, struct sp_fiber *f)
 static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
 {
     int target = f->bound >= 0 ? f->bound : f->last_worker;
+    sp_worker_t *w = &s->workers[target];
+    if (sp__thread()->worker == w && w->collecting && collect(w, f))
+        return;
     sp_task_t t = {.fiber = f};
     if (enqueue(s, target, &t, true) != 0)
         abort(); /* out of memory while holding a live fiber */
@@ -314,7 +365,7 @@ static void run_task(sp_worker_t *w, const sp_task_t *task)
         f->bound = task->bound ? w->index : SP_ANY_WORKER;
     }
     f->last_worker = w->index;
-    atomic_fetch_add_explicit(&w->switches, 1, memory_order_relaxed);
+    bump(&w->switches);
     sp_fiber_resume(f);
     after_run(w, f);
 }
@@ -332,7 +383,8 @@ static void worker_loop(sp_worker_t *w)
                  * run: those fibers have waited again by then, so their
                  * fds' readiness is news, not a repeat. */
                 w->since_tick = 0;
-                w->s->ops.tick(w->s, w->index);
+                poll_events(w, w->s->ops.tick);
+                run_woken(w);
                 size_t queued = atomic_load(&w->n_shared) + atomic_load(&w->n_bound);
                 w->tick_every = queued > SP_TICK_TASKS ? (unsigned)queued : SP_TICK_TASKS;
             }
@@ -344,6 +396,9 @@ static void worker_loop(sp_worker_t *w)
     }
     while (w->nspare)
         sp_fiber_destroy(w->spare[--w->nspare]);
+    free(w->woken);
+    w->woken = NULL;
+    w->capwoken = 0;
     if (w->s->ops.exit)
         w->s->ops.exit(w->s, w->index);
     t->worker = NULL;

@@ -49,6 +49,10 @@ typedef struct sp_worker {
     struct sp_fiber *spare[64];  /* finished function-task fibers */
     unsigned nspare;
     unsigned since_tick, tick_every; /* tasks run since / between ticks */
+    /* Owner only: fibers woken on this worker's thread while it polls. */
+    bool collecting;
+    struct sp_fiber **woken;
+    unsigned nwoken, capwoken;
     _Atomic uint64_t tasks_run, switches, steals;
     void *ext; /* the extension's per-worker state */
 } sp_worker_t;

@@ -57,7 +57,9 @@ typedef struct thread_cache {
     unsigned count[SP_CLASSES];
 } thread_cache_t;
 
-static _Thread_local thread_cache_t cache;
+/* A pointer, so the library's thread-local block stays small (see
+ * thread.c: static TLS). Allocated at a thread's first pooled stack. */
+static _Thread_local thread_cache_t *cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
@@ -145,16 +147,16 @@ static char *map_slab(size_class_t *c)
     return base;
 }
 
-static void flush_cache(void *unused)
+static void flush_cache(void *p)
 {
-    (void)unused;
+    thread_cache_t *c = p;
     pthread_mutex_lock(&pool_lock);
-    for (int i = 0; i < SP_CLASSES; i++) {
-        while (cache.count[i] && global_push(&classes[i], cache.free[i][cache.count[i] - 1]))
-            cache.count[i]--;
-        cache.count[i] = 0;
-    }
+    for (int i = 0; i < SP_CLASSES; i++)
+        while (c->count[i] && global_push(&classes[i], c->free[i][c->count[i] - 1]))
+            c->count[i]--;
     pthread_mutex_unlock(&pool_lock);
+    cache = NULL;
+    free(c);
 }
 
 static void make_key(void)
@@ -167,8 +169,14 @@ static void make_key(void)
  * table), creating it; -1 when all classes are taken (not pooled). */
 static int class_index(size_t total)
 {
+    if (!cache) {
+        pthread_once(&cache_once, make_key);
+        if (!(cache = calloc(1, sizeof *cache)))
+            return -1; /* no memory: this stack is not pooled */
+        pthread_setspecific(cache_key, cache); /* flush at thread exit */
+    }
     for (int i = 0; i < SP_CLASSES; i++)
-        if (cache.total[i] == total)
+        if (cache->total[i] == total)
             return i;
     pthread_mutex_lock(&pool_lock);
     int g = -1;
@@ -183,9 +191,7 @@ static int class_index(size_t total)
     pthread_mutex_unlock(&pool_lock);
     if (g < 0)
         return -1;
-    pthread_once(&cache_once, make_key);
-    pthread_setspecific(cache_key, &cache); /* flush at thread exit */
-    cache.total[g] = total;
+    cache->total[g] = total;
     return g;
 }
 
@@ -201,8 +207,8 @@ int sp__stack_get(sp_stack_t *st, size_t usable)
         if (lo == MAP_FAILED)
             return -ENOMEM;
         install_guard(lo);
-    } else if (cache.count[i]) {
-        lo = cache.free[i][--cache.count[i]];
+    } else if (cache->count[i]) {
+        lo = cache->free[i][--cache->count[i]];
     } else {
         size_class_t *c = &classes[i];
         pthread_mutex_lock(&pool_lock);
@@ -220,8 +226,8 @@ int sp__stack_get(sp_stack_t *st, size_t usable)
 void sp__stack_put(const sp_stack_t *st)
 {
     int i = class_index(st->total);
-    if (i >= 0 && cache.count[i] < SP_THREAD_CACHE) {
-        cache.free[i][cache.count[i]++] = st->lo;
+    if (i >= 0 && cache->count[i] < SP_THREAD_CACHE) {
+        cache->free[i][cache->count[i]++] = st->lo;
         return;
     }
     if (i >= 0) {

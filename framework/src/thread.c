@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef SP_TSAN
@@ -12,7 +13,10 @@
 
 enum { ID_BATCH = 1024 };
 
-static _Thread_local sp_thread_t self;
+/* Only a pointer is thread-local: it is built with the initial-exec TLS
+ * model (one %fs-relative load, no __tls_get_addr call), and 8 bytes fit
+ * glibc's static TLS reserve even when the library is dlopen()ed. */
+static _Thread_local sp_thread_t *self;
 static _Atomic uint64_t id_source = 1;
 static pthread_key_t fini_key;
 static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
@@ -20,6 +24,8 @@ static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
 static void thread_fini(void *p)
 {
     sp__overflow_thread_fini(p);
+    self = NULL;
+    free(p);
 }
 
 static void make_key(void)
@@ -41,19 +47,23 @@ static void thread_init(sp_thread_t *t)
     sp__overflow_thread_init(t);
     pthread_once(&fini_once, make_key);
     pthread_setspecific(fini_key, t);
-    t->ready = true;
 }
 
 sp_thread_t *sp__thread(void)
 {
-    if (!self.ready)
-        thread_init(&self);
-    return &self;
+    if (!self) {
+        sp_thread_t *t = calloc(1, sizeof *t);
+        if (!t)
+            abort(); /* no memory for the thread's first fiber call */
+        thread_init(t);
+        self = t;
+    }
+    return self;
 }
 
 sp_thread_t *sp__thread_peek(void)
 {
-    return self.ready ? &self : NULL;
+    return self;
 }
 
 int sp__errno_get(void)
