@@ -30,30 +30,30 @@ const sp_hook_bridge_t *sp__hook_active(void)
     return b && b->enabled() ? b : NULL;
 }
 
-sp_fd_ctx_t *sp__hook_managed(const sp_hook_bridge_t *b, int fd)
+sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp)
 {
-    sp_fd_ctx_t *c = b->fd_ctx(fd);
-    if (!c)
-        return NULL;
-    unsigned fl = b->fd_ctx_load(c, fd);
-    if (!(fl & SP_FD_SOCKET) || (fl & SP_FD_USER_NB))
+    const sp_hook_bridge_t *b = sp__bridge();
+    unsigned fl = 0;
+    sp_fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
+    if (!c || !(fl & SP_FD_SOCKET) || (fl & SP_FD_USER_NB))
         return NULL;
     if (!(fl & SP_FD_SYS_NB)) {
         /* A blocking socket from outside used in a fiber: make it
          * non-blocking underneath; the user still sees it blocking. */
-        pthread_mutex_lock(&c->lock);
+        sp__spin_lock(&c->lock);
         fl = atomic_load(&c->flags);
         if (!(fl & SP_FD_SYS_NB)) {
             const sp_real_t *r = sp__real();
             int kfl = r->fcntl(fd, F_GETFL);
             if (kfl < 0 || r->fcntl(fd, F_SETFL, kfl | O_NONBLOCK) < 0) {
-                pthread_mutex_unlock(&c->lock);
+                sp__spin_unlock(&c->lock);
                 return NULL;
             }
             atomic_store(&c->flags, fl | SP_FD_SYS_NB);
         }
-        pthread_mutex_unlock(&c->lock);
+        sp__spin_unlock(&c->lock);
     }
+    *bp = b;
     return c;
 }
 
@@ -62,12 +62,12 @@ void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb
     sp_fd_ctx_t *c = b->fd_ctx(fd);
     if (!c)
         return;
-    pthread_mutex_lock(&c->lock);
+    sp__spin_lock(&c->lock);
     b->fd_ctx_forget(c);
     atomic_store(&c->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB |
                                 (stream ? SP_FD_STREAM : 0) |
                                 (user_nb ? SP_FD_USER_NB : 0));
-    pthread_mutex_unlock(&c->lock);
+    sp__spin_unlock(&c->lock);
 }
 
 uint64_t sp__hook_now_ns(void)

@@ -16,10 +16,11 @@ const sp_hook_bridge_t *sp__bridge(void);
 /* The bridge when the calling fiber may park, else NULL. */
 const sp_hook_bridge_t *sp__hook_active(void);
 
-/* For a socket the hooks manage (fd created or first used in a fiber, not
- * made non-blocking by the user): its context, with O_NONBLOCK set in the
- * kernel. NULL means: call libc as it is. */
-sp_fd_ctx_t *sp__hook_managed(const sp_hook_bridge_t *b, int fd);
+/* When the calling fiber may park and fd is a socket the hooks manage (fd
+ * created or first used in a fiber, not made non-blocking by the user):
+ * its context, with O_NONBLOCK set in the kernel, and the bridge in *bp.
+ * NULL means: call libc as it is. */
+sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp);
 
 /* Record a new socket fd created in a fiber as non-blocking underneath;
  * user_nb is what the user asked for. */

@@ -154,8 +154,8 @@ static void note_read(sp_fd_ctx_t *ctx, const io_call_t *c, ssize_t n)
 
 static ssize_t hooked(io_call_t *c)
 {
-    const sp_hook_bridge_t *b = sp__hook_active();
-    sp_fd_ctx_t *ctx = b && !(c->flags & MSG_DONTWAIT) ? sp__hook_managed(b, c->fd) : NULL;
+    const sp_hook_bridge_t *b = NULL;
+    sp_fd_ctx_t *ctx = c->flags & MSG_DONTWAIT ? NULL : sp__hook_managed(c->fd, &b);
     if (!ctx)
         return call_libc(c);
     bool reading = c->op <= OP_RECVMSG;

@@ -34,8 +34,8 @@ static int64_t min_timeout(int64_t a, int64_t b)
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
     const sp_real_t *r = sp__real();
-    const sp_hook_bridge_t *b = sp__hook_active();
-    sp_fd_ctx_t *ctx = b ? sp__hook_managed(b, fd) : NULL;
+    const sp_hook_bridge_t *b = NULL;
+    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b);
     if (!ctx)
         return r->connect(fd, addr, len);
     uint64_t deadline = sp__hook_deadline(min_timeout(
@@ -72,8 +72,8 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     const sp_real_t *r = sp__real();
-    const sp_hook_bridge_t *b = sp__hook_active();
-    sp_fd_ctx_t *ctx = b ? sp__hook_managed(b, fd) : NULL;
+    const sp_hook_bridge_t *b = NULL;
+    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b);
     if (!ctx)
         return r->accept4(fd, addr, len, flags);
     uint64_t deadline = 0;
@@ -128,11 +128,11 @@ static void copy_fd(int oldfd, int newfd)
     unsigned fl = b->fd_ctx_load(from, oldfd);
     int64_t rcv = atomic_load(&from->rcv_timeout_us);
     int64_t snd = atomic_load(&from->snd_timeout_us);
-    pthread_mutex_lock(&to->lock);
+    sp__spin_lock(&to->lock);
     atomic_store(&to->flags, fl);
     atomic_store(&to->rcv_timeout_us, rcv);
     atomic_store(&to->snd_timeout_us, snd);
-    pthread_mutex_unlock(&to->lock);
+    sp__spin_unlock(&to->lock);
 }
 
 int dup(int oldfd)
@@ -179,10 +179,10 @@ static sp_fd_ctx_t *managed_nb(int fd)
 
 static void set_user_nb(sp_fd_ctx_t *c, bool on)
 {
-    pthread_mutex_lock(&c->lock);
+    sp__spin_lock(&c->lock);
     unsigned fl = atomic_load(&c->flags);
     atomic_store(&c->flags, on ? fl | SP_FD_USER_NB : fl & ~(unsigned)SP_FD_USER_NB);
-    pthread_mutex_unlock(&c->lock);
+    sp__spin_unlock(&c->lock);
 }
 
 int fcntl(int fd, int cmd, ...)

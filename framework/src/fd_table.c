@@ -4,6 +4,7 @@
 #include "fd_table.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ static sp_fd_ctx_t *new_chunk(void)
     if (!c)
         return NULL;
     for (int i = 0; i < CHUNK; i++) {
-        pthread_mutex_init(&c[i].lock, NULL);
+        sp__spin_init(&c[i].lock);
         sp__fd_ctx_forget(&c[i]);
     }
     return c;
@@ -63,8 +64,6 @@ sp_fd_ctx_t *sp__fd_ctx(int fd)
         if (atomic_compare_exchange_strong(slot, &chunk, fresh)) {
             chunk = fresh;
         } else { /* another thread won; use its chunk */
-            for (int i = 0; i < CHUNK; i++)
-                pthread_mutex_destroy(&fresh[i].lock);
             free(fresh);
         }
     }
@@ -76,7 +75,7 @@ unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
     unsigned fl = atomic_load_explicit(&c->flags, memory_order_acquire);
     if (fl & SP_FD_VALID)
         return fl;
-    pthread_mutex_lock(&c->lock);
+    sp__spin_lock(&c->lock);
     fl = atomic_load_explicit(&c->flags, memory_order_relaxed);
     if (!(fl & SP_FD_VALID)) {
         struct stat st;
@@ -95,7 +94,7 @@ unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
             fl |= SP_FD_SYS_NB | SP_FD_USER_NB;
         atomic_store_explicit(&c->flags, fl, memory_order_release);
     }
-    pthread_mutex_unlock(&c->lock);
+    sp__spin_unlock(&c->lock);
     return fl;
 }
 

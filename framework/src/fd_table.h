@@ -6,10 +6,11 @@
 #ifndef SP_FD_TABLE_H
 #define SP_FD_TABLE_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "spin.h"
 
 struct sp_io_watch;
 
@@ -22,7 +23,7 @@ enum sp_fd_flag {
 };
 
 typedef struct sp_fd_ctx {
-    pthread_mutex_t lock;
+    sp_spin_t lock;
     _Atomic unsigned flags;
     /* The last read was short: wait before reading. A hint kept apart from
      * `flags` so that setting it costs a plain store, not a locked RMW. */

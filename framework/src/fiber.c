@@ -61,14 +61,13 @@ static void fiber_main(void)
     sp_thread_t *t = sp__thread();
     f = t->current;
     atomic_store(&f->state, SP_FIBER_DONE);
-    sp__fiber_switch(f, f->caller, true);
+    sp__fiber_switch(t, f, f->caller, true);
     abort(); /* a finished fiber is never switched back to */
 }
 
-void sp__fiber_switch(struct sp_fiber *from, struct sp_fiber *to,
-                      bool from_done)
+void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
+                      struct sp_fiber *to, bool from_done)
 {
-    sp_thread_t *t = sp__thread();
     from->saved_errno = sp__errno_get();
     t->prev = from;
     t->current = to;
@@ -167,7 +166,7 @@ int sp_fiber_resume(sp_fiber_t *f)
     sp_thread_t *t = sp__thread();
     f->caller = t->current;
     atomic_store_explicit(&f->state, SP_FIBER_RUNNING, memory_order_relaxed);
-    sp__fiber_switch(t->current, f, false);
+    sp__fiber_switch(t, t->current, f, false);
     return 0;
 }
 
@@ -179,7 +178,7 @@ int sp_fiber_yield(void)
         return -EPERM;
     atomic_store_explicit(&self->state, SP_FIBER_SUSPENDED,
                           memory_order_release);
-    sp__fiber_switch(self, self->caller, false);
+    sp__fiber_switch(t, self, self->caller, false);
     return 0;
 }
 

@@ -56,10 +56,10 @@ int sp__errno_get(void);
 void sp__errno_set(int v);
 uint64_t sp__fiber_next_id(sp_thread_t *t);
 
-/* Switch from the running fiber to `to` on this thread. `from` must be
+/* Switch from the running fiber to `to` on this thread, t. `from` must be
  * t->current. When `from_done` the caller never comes back. */
-void sp__fiber_switch(struct sp_fiber *from, struct sp_fiber *to,
-                      bool from_done);
+void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
+                      struct sp_fiber *to, bool from_done);
 /* Reuse a finished (or never run) fiber for a new function. */
 void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
 

@@ -20,6 +20,9 @@ typedef struct sp_hook_bridge {
     int (*close_fd)(int fd);
     int64_t (*connect_timeout)(void);
     sp_fd_ctx_t *(*fd_ctx)(int fd);
+    /* fd's context and its flags (*flags), if the hooks are on for the
+     * calling fiber; else NULL. */
+    sp_fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
     unsigned (*fd_ctx_load)(sp_fd_ctx_t *c, int fd);
     void (*fd_ctx_forget)(sp_fd_ctx_t *c);
     int (*run_blocking)(void (*fn)(void *), void *arg);

@@ -33,6 +33,16 @@ int64_t sp_hook_connect_timeout(void)
     return atomic_load(&connect_timeout_us);
 }
 
+static sp_fd_ctx_t *fd_active(int fd, unsigned *flags)
+{
+    if (!sp_hook_is_enabled())
+        return NULL;
+    sp_fd_ctx_t *c = sp__fd_ctx(fd);
+    if (c)
+        *flags = sp__fd_ctx_load(c, fd);
+    return c;
+}
+
 const sp_hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
     .wait_any = sp_io_wait_any,
@@ -41,6 +51,7 @@ const sp_hook_bridge_t sp__hook_bridge = {
     .close_fd = sp_io_close_fd,
     .connect_timeout = sp_hook_connect_timeout,
     .fd_ctx = sp__fd_ctx,
+    .fd_active = fd_active,
     .fd_ctx_load = sp__fd_ctx_load,
     .fd_ctx_forget = sp__fd_ctx_forget,
     .run_blocking = sp_run_blocking,

@@ -239,10 +239,10 @@ void sp__io_forget_all(sp_iomanager_t *io)
     sp_io_watch_t *w = io->watches;
     while (w) {
         sp_io_watch_t *next = w->all_next;
-        pthread_mutex_lock(&w->ctx->lock);
+        sp__spin_lock(&w->ctx->lock);
         if (w->ctx->watch[w->dir] == w)
             w->ctx->watch[w->dir] = NULL;
-        pthread_mutex_unlock(&w->ctx->lock);
+        sp__spin_unlock(&w->ctx->lock);
         free(w);
         w = next;
     }
@@ -254,9 +254,9 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
     (void)revents;
     sp_io_watch_t *w = (sp_io_watch_t *)io;
     taken_t t;
-    pthread_mutex_lock(&w->ctx->lock);
+    sp__spin_lock(&w->ctx->lock);
     bool got = !w->retired && take(w, 0, false, &t);
-    pthread_mutex_unlock(&w->ctx->lock);
+    sp__spin_unlock(&w->ctx->lock);
     if (got) {
         deliver(&t);
         return;
@@ -289,12 +289,12 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
     while (fifo) {
         sp_io_watch_t *w = fifo;
         fifo = w->next;
-        pthread_mutex_lock(&w->ctx->lock);
+        sp__spin_lock(&w->ctx->lock);
         w->queued = false;
         bool retired = w->retired, armed = w->waiter || w->fn;
         bool closing = w->closing;
         close_ack_t *ack = w->ack;
-        pthread_mutex_unlock(&w->ctx->lock);
+        sp__spin_unlock(&w->ctx->lock);
         if (retired) {
             destroy(w, ack, closing);
         } else if (armed && !w->started) {
@@ -313,10 +313,10 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
     sp_io_watch_t *old = NULL;
     bool kick_old = false, kick_owner = false;
     int old_owner = 0;
-    pthread_mutex_lock(&ctx->lock);
+    sp__spin_lock(&ctx->lock);
     sp_io_watch_t *w = ctx->watch[dir];
     if (w && (w->waiter || w->fn)) {
-        pthread_mutex_unlock(&ctx->lock);
+        sp__spin_unlock(&ctx->lock);
         return -EEXIST;
     }
     if (w && (w->owner != owner || w->iom != io)) { /* moved elsewhere */
@@ -327,7 +327,7 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
     if (!w) {
         w = calloc(1, sizeof *w);
         if (!w) {
-            pthread_mutex_unlock(&ctx->lock);
+            sp__spin_unlock(&ctx->lock);
             return -ENOMEM;
         }
         ev_io_init(&w->io, on_ready, fd, dir ? EV_WRITE : EV_READ);
@@ -347,12 +347,12 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
         if (!inbox_push(w)) {
             w->waiter = NULL;
             w->fn = NULL;
-            pthread_mutex_unlock(&ctx->lock);
+            sp__spin_unlock(&ctx->lock);
             return -ESHUTDOWN; /* that worker has ended */
         }
         kick_owner = true;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    sp__spin_unlock(&ctx->lock);
     if (old)
         destroy(old, NULL, false);
     if (kick_old)
@@ -382,11 +382,11 @@ static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
     if (atomic_load_explicit(&waiter->unarmed, memory_order_relaxed) == n)
         return;
     for (int i = 0; i < n; i++) {
-        pthread_mutex_lock(&a[i].ctx->lock);
+        sp__spin_lock(&a[i].ctx->lock);
         sp_io_watch_t *w = a[i].ctx->watch[a[i].dir];
         if (w && w->waiter == waiter && w->seq == a[i].seq)
             w->waiter = NULL; /* stays started: the next wait reuses it */
-        pthread_mutex_unlock(&a[i].ctx->lock);
+        sp__spin_unlock(&a[i].ctx->lock);
     }
 }
 
@@ -526,7 +526,7 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
     int owners[2] = {0, 0};
     sp_waiter_t waiter;
     close_ack_t ack = {.pending = 0};
-    pthread_mutex_lock(&ctx->lock);
+    sp__spin_lock(&ctx->lock);
     for (int dir = 0; dir < 2; dir++) {
         sp_io_watch_t *w = ctx->watch[dir];
         if (!(dirs & (1u << dir)) || !w)
@@ -553,7 +553,7 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
         pthread_mutex_init(&ack.lock, NULL);
         pthread_cond_init(&ack.done, NULL);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    sp__spin_unlock(&ctx->lock);
     for (int dir = 0; dir < 2; dir++) {
         if (got[dir])
             deliver(&t[dir]);

@@ -242,11 +242,11 @@ static void mark_blocking_view(int fd)
     sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
     if (!ctx)
         return;
-    pthread_mutex_lock(&ctx->lock);
+    sp__spin_lock(&ctx->lock);
     sp__fd_ctx_forget(ctx);
     atomic_store(&ctx->flags,
                  SP_FD_VALID | SP_FD_SOCKET | SP_FD_STREAM | SP_FD_SYS_NB);
-    pthread_mutex_unlock(&ctx->lock);
+    sp__spin_unlock(&ctx->lock);
 }
 
 static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
