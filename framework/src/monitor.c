@@ -308,6 +308,8 @@ void sp__monitor_stop(sp_scheduler_t *s)
     pthread_mutex_unlock(&m->lock);
     pthread_join(m->thread, NULL);
     m->running = false;
+    /* The workers have finished: close the episodes still open in the log. */
+    sample(s, m, now_ns());
 }
 
 void sp__monitor_free(sp_scheduler_t *s)
