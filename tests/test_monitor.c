@@ -340,29 +340,24 @@ static int place(sp_dispatch_t d, int from, int n, int fill0)
     return atomic_load(&ran_on[0]) - (int)w0.steals + (int)w1.steals;
 }
 
-START_TEST(dispatch_local_first)
-{
-    ck_assert_int_eq(place(SP_DISPATCH_LOCAL_FIRST, 1, 20, 0), 0);
-}
-END_TEST
-
-START_TEST(dispatch_local_first_outside_round_robin)
-{
-    ck_assert_int_eq(place(SP_DISPATCH_LOCAL_FIRST, -1, 20, 0), 10);
-}
-END_TEST
-
-START_TEST(dispatch_round_robin_from_a_worker)
-{
-    ck_assert_int_eq(place(SP_DISPATCH_ROUND_ROBIN, 1, 20, 0), 10);
-}
-END_TEST
-
-START_TEST(dispatch_least_loaded)
-{
+/* strategy, submitting worker (-1: the test thread), probes, tasks queued
+ * on worker 0 first, probes expected on worker 0. */
+static const struct placement {
+    sp_dispatch_t d;
+    int from, n, fill0, on0;
+} placements[] = {
+    {SP_DISPATCH_LOCAL_FIRST, 1, 20, 0, 0},    /* all on the submitter's */
+    {SP_DISPATCH_LOCAL_FIRST, -1, 20, 0, 10},  /* outside: round-robin */
+    {SP_DISPATCH_ROUND_ROBIN, 1, 20, 0, 10},   /* even from a worker */
     /* Worker 0 has 10 queued: the first 10 probes go to worker 1, then
      * they alternate. */
-    ck_assert_int_eq(place(SP_DISPATCH_LEAST_LOADED, -1, 20, 10), 5);
+    {SP_DISPATCH_LEAST_LOADED, -1, 20, 10, 5},
+};
+
+START_TEST(dispatch_placement)
+{
+    const struct placement *p = &placements[_i];
+    ck_assert_int_eq(place(p->d, p->from, p->n, p->fill0), p->on0);
 }
 END_TEST
 
@@ -411,10 +406,8 @@ int main(void)
     tcase_add_test(tc, migrate_stuck_moves_started_fibers);
     tcase_add_test(tc, cpu_bound_fiber_reported);
     tcase_add_test(tc, grows_while_stuck_and_shrinks_back);
-    tcase_add_test(tc, dispatch_local_first);
-    tcase_add_test(tc, dispatch_local_first_outside_round_robin);
-    tcase_add_test(tc, dispatch_round_robin_from_a_worker);
-    tcase_add_test(tc, dispatch_least_loaded);
+    tcase_add_loop_test(tc, dispatch_placement, 0,
+                        (int)(sizeof placements / sizeof placements[0]));
     tcase_add_test(tc, bad_configuration);
     suite_add_tcase(s, tc);
     return sp_test_run(s);

@@ -170,63 +170,47 @@ static bool take_local(sp_worker_t *w, sp_task_t *out)
     return ok;
 }
 
-static void keep_rest(sp_worker_t *w, const sp_task_t *got, size_t n,
-                      sp_task_t *out);
-
-/* Take up to half of another worker's shared queue; run the first, keep the
- * rest locally. Never holds two locks at once. */
-static bool steal(sp_worker_t *w, sp_task_t *out)
+/* Take up to half of v's shared queue (what a steal takes). */
+static size_t take_half(sp_worker_t *v, sp_task_t *got)
 {
-    sp_scheduler_t *s = w->s;
-    sp_task_t got[STEAL_MAX];
-    int nl = sp__sched_nlive(s);
-    for (int k = 1; k < nl; k++) {
-        sp_worker_t *v = &s->workers[(w->index + k) % nl];
-        if (!atomic_load_explicit(&v->n_shared, memory_order_relaxed))
-            continue;
-        size_t n = 0;
-        pthread_mutex_lock(&v->lock);
-        size_t want = (v->shared.count + 1) / 2;
-        while (n < want && n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
-            n++;
-        atomic_store_explicit(&v->n_shared, v->shared.count,
-                              memory_order_relaxed);
-        pthread_mutex_unlock(&v->lock);
-        if (!n)
-            continue;
-        atomic_fetch_add_explicit(&w->steals, n, memory_order_relaxed);
-        keep_rest(w, got, n, out);
-        return true;
-    }
-    return false;
+    if (!atomic_load_explicit(&v->n_shared, memory_order_relaxed))
+        return 0;
+    size_t n = 0;
+    pthread_mutex_lock(&v->lock);
+    size_t want = (v->shared.count + 1) / 2;
+    while (n < want && n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
+        n++;
+    atomic_store_explicit(&v->n_shared, v->shared.count, memory_order_relaxed);
+    pthread_mutex_unlock(&v->lock);
+    return n;
 }
 
-/* May w take v's started fiber t? Only with migrate_stuck, and never one
- * bound to v by the user (a bound function task, or a fiber bound). */
+/* May a started fiber queued on a stuck worker move? Only with
+ * migrate_stuck, and never one the user bound to that worker. */
 static bool migratable(const sp_scheduler_t *s, const sp_task_t *t)
 {
     return s->migrate_stuck && t->fiber && t->fiber->bound < 0;
 }
 
-/* Take queued work from a worker the monitor flagged as stuck: its never-
+/* Take queued work from v if the monitor flagged it as stuck: its never-
  * started tasks, and with migrate_stuck its started fibers that are not
- * bound to it (the queue order of what stays is kept). */
-static size_t take_stuck(sp_worker_t *v, sp_task_t *got, size_t max,
-                         size_t *moved)
+ * bound to it (the order of what stays is kept). */
+static size_t take_stuck(sp_worker_t *v, sp_task_t *got)
 {
-    const sp_scheduler_t *s = v->s;
-    size_t n = 0;
-    *moved = 0;
+    sp_scheduler_t *s = v->s;
+    if (!atomic_load_explicit(&v->stuck, memory_order_relaxed))
+        return 0;
+    size_t n = 0, moved = 0;
     pthread_mutex_lock(&v->lock);
-    while (n < max && sp__rq_pop(&v->shared, &got[n]))
+    while (n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
         n++;
     size_t count = s->migrate_stuck ? v->bound.count : 0;
     for (size_t i = 0; i < count; i++) {
         sp_task_t t;
         sp__rq_pop(&v->bound, &t);
-        if (n < max && migratable(s, &t)) {
+        if (n < STEAL_MAX && migratable(s, &t)) {
             got[n++] = t;
-            (*moved)++;
+            moved++;
         } else if (sp__rq_push(&v->bound, &t) != 0) {
             abort(); /* cannot fail: the slot was just freed */
         }
@@ -234,44 +218,49 @@ static size_t take_stuck(sp_worker_t *v, sp_task_t *got, size_t max,
     atomic_store_explicit(&v->n_shared, v->shared.count, memory_order_relaxed);
     atomic_store_explicit(&v->n_bound, v->bound.count, memory_order_relaxed);
     pthread_mutex_unlock(&v->lock);
+    if (moved)
+        atomic_fetch_add(&s->m_migrated, moved);
+    if (n > moved)
+        atomic_fetch_add(&s->m_rescued, n - moved);
     return n;
 }
 
-/* Run the first task taken, queue the rest here: new tasks where others may
- * steal them, started fibers in the bound queue (they now live here). */
-static void keep_rest(sp_worker_t *w, const sp_task_t *got, size_t n,
-                      sp_task_t *out)
-{
-    *out = got[0];
-    for (size_t i = 1; i < n; i++) {
-        if (push(w, &got[i], got[i].bound) != 0) /* ENOMEM: no way out */
-            abort();
-    }
-}
-
-/* A worker (busy or idle) helps every worker the monitor flagged as stuck;
- * callers check s->nstuck first, so this costs nothing otherwise. */
-static bool rescue(sp_worker_t *w, sp_task_t *out)
+/* Take work from the first other worker `take` finds some at; run the
+ * first task, queue the rest here: new tasks where others may steal them,
+ * started fibers in the bound queue (they live here now). Never holds two
+ * locks at once. */
+static bool take_from_others(sp_worker_t *w, sp_task_t *out,
+                             size_t (*take)(sp_worker_t *, sp_task_t *))
 {
     sp_scheduler_t *s = w->s;
     sp_task_t got[STEAL_MAX];
     int nl = sp__sched_nlive(s);
     for (int k = 1; k < nl; k++) {
-        sp_worker_t *v = &s->workers[(w->index + k) % nl];
-        if (!atomic_load_explicit(&v->stuck, memory_order_relaxed))
-            continue;
-        size_t moved;
-        size_t n = take_stuck(v, got, STEAL_MAX, &moved);
+        size_t n = take(&s->workers[(w->index + k) % nl], got);
         if (!n)
             continue;
-        if (moved)
-            atomic_fetch_add(&s->m_migrated, moved);
-        atomic_fetch_add(&s->m_rescued, n - moved);
         atomic_fetch_add_explicit(&w->steals, n, memory_order_relaxed);
-        keep_rest(w, got, n, out);
+        *out = got[0];
+        for (size_t i = 1; i < n; i++) {
+            if (push(w, &got[i], got[i].bound) != 0) /* ENOMEM: no way out */
+                abort();
+        }
         return true;
     }
     return false;
+}
+
+/* An idle worker steals up to half of another worker's new tasks. */
+static bool steal(sp_worker_t *w, sp_task_t *out)
+{
+    return take_from_others(w, out, take_half);
+}
+
+/* A worker (busy or idle) helps the workers the monitor flagged as stuck;
+ * callers check s->nstuck first, so this costs nothing otherwise. */
+static bool rescue(sp_worker_t *w, sp_task_t *out)
+{
+    return take_from_others(w, out, take_stuck);
 }
 
 static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
