@@ -118,6 +118,7 @@ int sb_tickle(long samples);
 int sb_sleepers(long fibers);
 int sb_hooked_rw(long pairs);
 int sb_sync(long iterations);
+int sb_monitor(long yields);
 #endif
 
 #endif

@@ -11,6 +11,7 @@
  *   spindle-bench sleepers [fibers]      hooked sleep() in many fibers
  *   spindle-bench hooked_rw [pairs]      hooked read/write vs raw syscalls
  *   spindle-bench sync [iterations]      fiber mutex and channel costs
+ *   spindle-bench monitor [yields]       hot-path cost of the blocking monitor
  *   spindle-bench all                    all of them with defaults
  *
  * Every figure is a stdout line `name value unit`; notes go to stderr.
@@ -42,6 +43,7 @@ static const bench_t benches[] = {
     {"sleepers", sb_sleepers, 1000, "fibers"},
     {"hooked_rw", sb_hooked_rw, 1000000, "pairs"},
     {"sync", sb_sync, 1000000, "iterations"},
+    {"monitor", sb_monitor, 2000000, "yields"},
     {"parked", sb_parked, 1000000, "fibers"},
 };
 enum { NBENCH = sizeof benches / sizeof benches[0] };

@@ -202,6 +202,7 @@ void sp_iomanager_destroy(sp_iomanager_t *io)
     for (int i = 0; io->w && i < io->s.nworkers; i++)
         worker_fini(&io->w[i]);
     free(io->w);
+    sp__monitor_free(&io->s);
     sp__sched_fini(&io->s);
     free(io);
 }

@@ -42,7 +42,8 @@ enum { STEAL_MAX = 32 };
 
 static void wake_all(sp_scheduler_t *s)
 {
-    for (int i = 0; i < s->nworkers; i++) {
+    int n = sp__sched_nlive(s);
+    for (int i = 0; i < n; i++) {
         atomic_store(&s->workers[i].idle, 0);
         s->ops.tickle(s, i);
     }
@@ -83,7 +84,7 @@ sp_worker_t *sp__sched_self(const sp_scheduler_t *s)
     return w && w->s == s ? w : NULL;
 }
 
-static bool try_claim(sp_worker_t *w)
+bool sp__sched_claim(sp_worker_t *w)
 {
     int one = 1;
     return atomic_load_explicit(&w->idle, memory_order_relaxed) == 1 &&
@@ -93,7 +94,8 @@ static bool try_claim(sp_worker_t *w)
 /* After a push to `target`: wake it if it sleeps; for a stealable task,
  * otherwise wake some other sleeping worker to steal it. A worker never
  * tickles itself: if it pushed from inside its own idle (an event
- * callback), it looks at its queues as soon as that returns. */
+ * callback), it looks at its queues as soon as that returns. A fiber
+ * queued on a stuck worker is stealable when migrate_stuck is on. */
 static void notify(sp_scheduler_t *s, int target, bool bound)
 {
     sp_worker_t *self = sp__sched_self(s);
@@ -101,15 +103,16 @@ static void notify(sp_scheduler_t *s, int target, bool bound)
     if (bound && t == self)
         return; /* our own work: we look at our queues next */
     atomic_thread_fence(memory_order_seq_cst);
-    if (t != self && try_claim(t)) {
+    if (t != self && sp__sched_claim(t)) {
         s->ops.tickle(s, target);
         return;
     }
-    if (bound)
+    if (bound && !(s->migrate_stuck && atomic_load(&t->stuck)))
         return;
-    for (int k = 1; k < s->nworkers; k++) {
-        sp_worker_t *w = &s->workers[(target + k) % s->nworkers];
-        if (w != self && try_claim(w)) {
+    int n = sp__sched_nlive(s);
+    for (int k = 1; k < n; k++) {
+        sp_worker_t *w = &s->workers[(target + k) % n];
+        if (w != self && sp__sched_claim(w)) {
             s->ops.tickle(s, w->index);
             return;
         }
@@ -120,6 +123,10 @@ static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
 {
     sp_task_t t = *task;
     pthread_mutex_lock(&w->lock);
+    if (w->gone) { /* an extra worker that has left */
+        pthread_mutex_unlock(&w->lock);
+        return -EAGAIN;
+    }
     t.seq = w->seq++;
     t.bound = bound;
     sp_run_queue_t *q = bound ? &w->bound : &w->shared;
@@ -135,6 +142,8 @@ static int enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
                    bool bound)
 {
     int rc = push(&s->workers[target], task, bound);
+    if (rc == -EAGAIN) /* only SP_ANY_WORKER work is placed on extras */
+        rc = push(&s->workers[target = target % s->nworkers], task, bound);
     if (rc == 0)
         notify(s, target, bound);
     return rc;
@@ -163,30 +172,79 @@ static bool take_local(sp_worker_t *w, sp_task_t *out)
     return ok;
 }
 
-/* Take up to half of another worker's shared queue; run the first, keep the
- * rest locally. Never holds two locks at once. */
-static bool steal(sp_worker_t *w, sp_task_t *out)
+/* Take up to half of v's shared queue (what a steal takes). */
+static size_t take_half(sp_worker_t *v, sp_task_t *got)
+{
+    if (!atomic_load_explicit(&v->n_shared, memory_order_relaxed))
+        return 0;
+    size_t n = 0;
+    pthread_mutex_lock(&v->lock);
+    size_t want = (v->shared.count + 1) / 2;
+    while (n < want && n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
+        n++;
+    atomic_store_explicit(&v->n_shared, v->shared.count, memory_order_relaxed);
+    pthread_mutex_unlock(&v->lock);
+    return n;
+}
+
+/* May a started fiber queued on a stuck worker move? Only with
+ * migrate_stuck, and never one the user bound to that worker. */
+static bool migratable(const sp_scheduler_t *s, const sp_task_t *t)
+{
+    return s->migrate_stuck && t->fiber && t->fiber->bound < 0;
+}
+
+/* Take queued work from v if the monitor flagged it as stuck: its never-
+ * started tasks, and with migrate_stuck its started fibers that are not
+ * bound to it (the order of what stays is kept). */
+static size_t take_stuck(sp_worker_t *v, sp_task_t *got)
+{
+    sp_scheduler_t *s = v->s;
+    if (!atomic_load_explicit(&v->stuck, memory_order_relaxed))
+        return 0;
+    size_t n = 0, moved = 0;
+    pthread_mutex_lock(&v->lock);
+    while (n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
+        n++;
+    size_t count = s->migrate_stuck ? v->bound.count : 0;
+    for (size_t i = 0; i < count; i++) {
+        sp_task_t t;
+        sp__rq_pop(&v->bound, &t);
+        if (n < STEAL_MAX && migratable(s, &t)) {
+            got[n++] = t;
+            moved++;
+        } else if (sp__rq_push(&v->bound, &t) != 0) {
+            abort(); /* cannot fail: the slot was just freed */
+        }
+    }
+    atomic_store_explicit(&v->n_shared, v->shared.count, memory_order_relaxed);
+    atomic_store_explicit(&v->n_bound, v->bound.count, memory_order_relaxed);
+    pthread_mutex_unlock(&v->lock);
+    if (moved)
+        atomic_fetch_add(&s->m_migrated, moved);
+    if (n > moved)
+        atomic_fetch_add(&s->m_rescued, n - moved);
+    return n;
+}
+
+/* Take work from the first other worker `take` finds some at; run the
+ * first task, queue the rest here: new tasks where others may steal them,
+ * started fibers in the bound queue (they live here now). Never holds two
+ * locks at once. */
+static bool take_from_others(sp_worker_t *w, sp_task_t *out,
+                             size_t (*take)(sp_worker_t *, sp_task_t *))
 {
     sp_scheduler_t *s = w->s;
     sp_task_t got[STEAL_MAX];
-    for (int k = 1; k < s->nworkers; k++) {
-        sp_worker_t *v = &s->workers[(w->index + k) % s->nworkers];
-        if (!atomic_load_explicit(&v->n_shared, memory_order_relaxed))
-            continue;
-        size_t n = 0;
-        pthread_mutex_lock(&v->lock);
-        size_t want = (v->shared.count + 1) / 2;
-        while (n < want && n < STEAL_MAX && sp__rq_pop(&v->shared, &got[n]))
-            n++;
-        atomic_store_explicit(&v->n_shared, v->shared.count,
-                              memory_order_relaxed);
-        pthread_mutex_unlock(&v->lock);
+    int nl = sp__sched_nlive(s);
+    for (int k = 1; k < nl; k++) {
+        size_t n = take(&s->workers[(w->index + k) % nl], got);
         if (!n)
             continue;
         atomic_fetch_add_explicit(&w->steals, n, memory_order_relaxed);
         *out = got[0];
         for (size_t i = 1; i < n; i++) {
-            if (push(w, &got[i], false) != 0) /* ENOMEM: run it now */
+            if (push(w, &got[i], got[i].bound) != 0) /* ENOMEM: no way out */
                 abort();
         }
         return true;
@@ -194,13 +252,32 @@ static bool steal(sp_worker_t *w, sp_task_t *out)
     return false;
 }
 
+/* An idle worker steals up to half of another worker's new tasks. */
+static bool steal(sp_worker_t *w, sp_task_t *out)
+{
+    return take_from_others(w, out, take_half);
+}
+
+/* A worker (busy or idle) helps the workers the monitor flagged as stuck;
+ * callers check s->nstuck first, so this costs nothing otherwise. */
+static bool rescue(sp_worker_t *w, sp_task_t *out)
+{
+    return take_from_others(w, out, take_stuck);
+}
+
 static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
 {
     if (atomic_load(&w->n_bound))
         return true;
-    for (int i = 0; i < s->nworkers; i++)
-        if (atomic_load(&s->workers[i].n_shared))
+    int nl = sp__sched_nlive(s);
+    for (int i = 0; i < nl; i++) {
+        const sp_worker_t *v = &s->workers[i];
+        if (atomic_load(&v->n_shared))
             return true;
+        if (s->migrate_stuck && atomic_load(&v->stuck) &&
+            atomic_load(&v->n_bound))
+            return true;
+    }
     return false;
 }
 
@@ -277,6 +354,7 @@ static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
         f->pooled = true;
     }
     f->sched = w->s;
+    f->last_worker = -1; /* not started anywhere yet */
     return f;
 }
 
@@ -287,6 +365,7 @@ static void retire(sp_worker_t *w, struct sp_fiber *f)
     while (atomic_load(&f->pins))
         sched_yield();
     bump(&w->tasks_run);
+    w->owned--;
     if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
         w->spare[w->nspare++] = f;
     else
@@ -348,6 +427,8 @@ static void after_run(sp_worker_t *w, struct sp_fiber *f)
     requeue(w->s, f); /* sp_yield(), or a plain sp_fiber_yield() */
 }
 
+static void publish_start(sp_worker_t *w, const struct sp_fiber *f);
+
 static void run_task(sp_worker_t *w, const sp_task_t *task)
 {
     struct sp_fiber *f = task->fiber;
@@ -364,10 +445,68 @@ static void run_task(sp_worker_t *w, const sp_task_t *task)
         }
         f->bound = task->bound ? w->index : SP_ANY_WORKER;
     }
-    f->last_worker = w->index;
+    if (f->last_worker != w->index) { /* first run here: it lives here now */
+        if (f->last_worker >= 0) /* moved from a stuck worker */
+            atomic_fetch_add(&w->s->workers[f->last_worker].migrated_out, 1);
+        w->owned++;
+        f->last_worker = w->index;
+    }
     bump(&w->switches);
+    if (w->s->monitored)
+        publish_start(w, f);
     sp_fiber_resume(f);
+    if (w->s->monitored) /* even: between tasks */
+        atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
+                              memory_order_relaxed) + 1, memory_order_relaxed);
     after_run(w, f);
+}
+
+/* Tell the monitor which fiber runs (owner-only relaxed stores). The name
+ * is copied because the monitor must not touch a fiber that may finish
+ * and be freed meanwhile; function tasks are all called "task". The seq
+ * is bumped last (release) so a sampler that sees it also sees the rest. */
+static void publish_start(sp_worker_t *w, const struct sp_fiber *f)
+{
+    /* Orders these stores after the previous task's end (seqlock). */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->run_fid, f->id, memory_order_relaxed);
+    if (f->pooled) {
+        atomic_store_explicit(&w->run_name[0], 0, memory_order_relaxed);
+    } else {
+        uint64_t words[4];
+        memcpy(words, f->name, sizeof words);
+        for (int i = 0; i < 4; i++)
+            atomic_store_explicit(&w->run_name[i], words[i],
+                                  memory_order_relaxed);
+    }
+    atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
+                          memory_order_relaxed) + 1, memory_order_release);
+}
+
+/* An extra worker asked to retire leaves once it has nothing queued and no
+ * started fiber lives here (a parked one will come back to this worker).
+ * `gone` is set under the lock, so no push lands here afterwards. */
+static bool try_leave(sp_worker_t *w)
+{
+    if (w->owned - atomic_load(&w->migrated_out) > 0)
+        return false;
+    pthread_mutex_lock(&w->lock);
+    bool empty = !w->shared.count && !w->bound.count;
+    if (empty)
+        w->gone = true;
+    pthread_mutex_unlock(&w->lock);
+    return empty;
+}
+
+static bool next_task(sp_worker_t *w, sp_task_t *task)
+{
+    sp_scheduler_t *s = w->s;
+    bool leaving = atomic_load_explicit(&w->retiring, memory_order_relaxed);
+    if (s->monitored && !leaving &&
+        atomic_load_explicit(&s->nstuck, memory_order_relaxed) &&
+        rescue(w, task))
+        return true;
+    return take_local(w, task) || (!leaving && steal(w, task));
 }
 
 static void worker_loop(sp_worker_t *w)
@@ -376,7 +515,7 @@ static void worker_loop(sp_worker_t *w)
     t->worker = w;
     for (;;) {
         sp_task_t task;
-        if (take_local(w, &task) || steal(w, &task)) {
+        if (next_task(w, &task)) {
             run_task(w, &task);
             if (w->s->ops.tick && ++w->since_tick >= w->tick_every) {
                 /* Poll again only once everything the last poll woke has
@@ -392,6 +531,8 @@ static void worker_loop(sp_worker_t *w)
         }
         if (stopped(w->s))
             break;
+        if (atomic_load(&w->retiring) && try_leave(w))
+            break;
         go_idle(w);
     }
     while (w->nspare)
@@ -406,8 +547,30 @@ static void worker_loop(sp_worker_t *w)
 
 static void *thread_main(void *arg)
 {
-    worker_loop(arg);
+    sp_worker_t *w = arg;
+    worker_loop(w);
+    if (w->index >= w->s->nworkers) /* an extra: the monitor joins it */
+        atomic_store_explicit(&w->exited, 1, memory_order_release);
     return NULL;
+}
+
+int sp__sched_spawn(sp_scheduler_t *s, int i)
+{
+    if (stopped(s))
+        return -ESHUTDOWN;
+    sp_worker_t *w = &s->workers[i];
+    w->gone = false;
+    w->owned = 0;
+    w->signaled = false;
+    atomic_store(&w->migrated_out, 0);
+    atomic_store(&w->retiring, 0);
+    atomic_store(&w->exited, 0);
+    atomic_store(&w->idle, 0);
+    int rc = pthread_create(&w->thread, NULL, thread_main, w);
+    if (rc != 0)
+        return -rc;
+    w->thread_live = true;
+    return 0;
 }
 
 /* use_caller: worker 0's loop runs in a fiber that stop() resumes, so the
@@ -418,6 +581,38 @@ static void caller_loop(void *arg)
 }
 
 /* ---- public API --------------------------------------------------------- */
+
+/* Allocate `cap` worker slots (the base workers plus room for extras, so
+ * growing never reallocates under running threads). */
+static int alloc_workers(sp_scheduler_t *s, int cap)
+{
+    s->workers = aligned_alloc(64, sizeof(sp_worker_t) * (size_t)cap);
+    if (!s->workers)
+        return -ENOMEM;
+    s->cap = cap;
+    memset(s->workers, 0, sizeof(sp_worker_t) * (size_t)cap);
+    for (int i = 0; i < cap; i++) {
+        sp_worker_t *w = &s->workers[i];
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_mutex_init(&w->sleep_lock, NULL);
+        pthread_cond_init(&w->sleep_cond, NULL);
+        sp__rq_init(&w->shared);
+        sp__rq_init(&w->bound);
+        w->s = s;
+        w->index = i;
+        w->tick_every = SP_TICK_TASKS;
+    }
+    if (s->use_caller) {
+        sp_worker_t *w0 = &s->workers[0];
+        w0->loop_fiber = sp_fiber_create(caller_loop, w0, 0, s->name);
+        if (!w0->loop_fiber) {
+            int err = -errno;
+            sp__sched_fini(s);
+            return err;
+        }
+    }
+    return 0;
+}
 
 int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
                    bool use_caller)
@@ -430,36 +625,37 @@ int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
     strncpy(s->name, name ? name : "scheduler", sizeof s->name - 1);
     s->nworkers = threads;
     s->use_caller = use_caller;
-    s->workers = aligned_alloc(64, sizeof(sp_worker_t) * (size_t)threads);
-    if (!s->workers)
-        return -ENOMEM;
-    memset(s->workers, 0, sizeof(sp_worker_t) * (size_t)threads);
-    for (int i = 0; i < threads; i++) {
-        sp_worker_t *w = &s->workers[i];
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_mutex_init(&w->sleep_lock, NULL);
-        pthread_cond_init(&w->sleep_cond, NULL);
-        sp__rq_init(&w->shared);
-        sp__rq_init(&w->bound);
-        w->s = s;
-        w->index = i;
-        w->tick_every = SP_TICK_TASKS;
+    atomic_init(&s->nlive, threads);
+    return alloc_workers(s, threads);
+}
+
+/* Room for `cap` workers; only before start with nothing queued. */
+int sp__sched_resize(sp_scheduler_t *s, int cap)
+{
+    if (cap <= s->cap)
+        return 0;
+    if (s->started || atomic_load(&s->ctl) != 0)
+        return -EBUSY; /* queued tasks live in the slots */
+    sp_worker_t *old = s->workers;
+    int old_cap = s->cap;
+    int rc = alloc_workers(s, cap);
+    if (rc < 0) {
+        s->workers = old;
+        s->cap = old_cap;
+        return rc;
     }
-    if (use_caller) {
-        sp_worker_t *w0 = &s->workers[0];
-        w0->loop_fiber = sp_fiber_create(caller_loop, w0, 0, s->name);
-        if (!w0->loop_fiber) {
-            int err = -errno;
-            sp__sched_fini(s);
-            return err;
-        }
-    }
+    sp_worker_t *fresh = s->workers;
+    s->workers = old;
+    s->cap = old_cap;
+    sp__sched_fini(s);
+    s->workers = fresh;
+    s->cap = cap;
     return 0;
 }
 
 void sp__sched_fini(sp_scheduler_t *s)
 {
-    for (int i = 0; i < s->nworkers; i++) {
+    for (int i = 0; i < s->cap; i++) {
         sp_worker_t *w = &s->workers[i];
         pthread_mutex_destroy(&w->lock);
         pthread_mutex_destroy(&w->sleep_lock);
@@ -495,6 +691,11 @@ int sp_scheduler_start(sp_scheduler_t *s)
         return -EALREADY;
     if (stopped(s))
         return -ESHUTDOWN;
+    if (s->mon) {
+        int rc = sp__monitor_start(s);
+        if (rc < 0)
+            return rc;
+    }
     for (int i = s->use_caller ? 1 : 0; i < s->nworkers; i++) {
         int rc = pthread_create(&s->workers[i].thread, NULL, thread_main,
                                 &s->workers[i]);
@@ -505,6 +706,9 @@ int sp_scheduler_start(sp_scheduler_t *s)
             for (int k = s->use_caller ? 1 : 0; k < i; k++)
                 pthread_join(s->workers[k].thread, NULL);
             s->nworkers = i; /* joined; nothing left to stop */
+            atomic_store(&s->nlive, i);
+            if (s->mon)
+                sp__monitor_stop(s);
             return -rc;
         }
     }
@@ -529,6 +733,16 @@ int sp_scheduler_stop(sp_scheduler_t *s)
         sp_fiber_resume(s->workers[0].loop_fiber);
     for (int i = s->use_caller ? 1 : 0; i < s->nworkers; i++)
         pthread_join(s->workers[i].thread, NULL);
+    /* Every task has finished; extra workers are leaving too. The monitor
+     * goes first so that it starts no new one meanwhile. */
+    if (s->mon)
+        sp__monitor_stop(s);
+    for (int i = s->nworkers; i < s->cap; i++) {
+        if (s->workers[i].thread_live)
+            pthread_join(s->workers[i].thread, NULL);
+        s->workers[i].thread_live = false;
+    }
+    atomic_store(&s->nlive, s->nworkers);
     return 0;
 }
 
@@ -536,6 +750,7 @@ void sp_scheduler_destroy(sp_scheduler_t *s)
 {
     if (!s)
         return;
+    sp__monitor_free(s);
     sp__sched_fini(s);
     free(s);
 }
@@ -549,13 +764,7 @@ static int check_worker(const sp_scheduler_t *s, int worker)
 
 static int pick_target(sp_scheduler_t *s, int worker)
 {
-    if (worker >= 0)
-        return worker;
-    sp_worker_t *self = sp__sched_self(s);
-    if (self)
-        return self->index;
-    return (int)(atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed) %
-                 (unsigned)s->nworkers);
+    return worker >= 0 ? worker : sp__dispatch_pick(s);
 }
 
 int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
@@ -585,6 +794,7 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
     f->sched = s;
     f->bound = worker;
     f->pooled = false;
+    f->last_worker = -1;
     atomic_store(&f->park, P_RUNNING);
     sp_task_t t = {.fiber = f};
     rc = enqueue(s, pick_target(s, worker), &t, worker >= 0);
@@ -667,7 +877,7 @@ const char *sp_scheduler_name(const sp_scheduler_t *s)
 int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
                        sp_worker_stats_t *out)
 {
-    if (!s || !out || worker < 0 || worker >= s->nworkers)
+    if (!s || !out || worker < 0 || worker >= s->cap)
         return -EINVAL;
     const sp_worker_t *w = &s->workers[worker];
     out->tasks_run = atomic_load_explicit(&w->tasks_run, memory_order_relaxed);

@@ -55,6 +55,21 @@ typedef struct sp_worker {
     unsigned nwoken, capwoken;
     _Atomic uint64_t tasks_run, switches, steals;
     void *ext; /* the extension's per-worker state */
+    /* Blocking-code monitor (monitor.c). The owner publishes what it runs
+     * with plain relaxed stores (no lock prefix on the hot path); the
+     * monitor thread samples them. run_seq is odd while a task runs and
+     * grows by 2 per task, so an unchanged odd value across samples means
+     * one fiber has held the worker all along. */
+    _Alignas(64) _Atomic uint64_t run_seq;
+    _Atomic uint64_t run_fid;      /* id of the running fiber */
+    _Atomic uint64_t run_name[4];  /* its name; run_name[0] == 0: "task" */
+    _Atomic int stuck;             /* set and cleared by the monitor */
+    _Atomic int retiring;          /* extra worker asked to leave */
+    _Atomic int exited;            /* extra worker's thread has ended */
+    bool gone;                     /* under lock: no more pushes here */
+    bool thread_live;              /* extra slot has a thread to join */
+    long owned;                    /* owner only: started fibers homed here */
+    _Atomic long migrated_out;     /* of those, taken by other workers */
 } sp_worker_t;
 
 struct sp_scheduler {
@@ -67,17 +82,52 @@ struct sp_scheduler {
     _Atomic uint64_t ctl; /* live tasks | STOPPING | STOPPED */
     _Atomic unsigned rr;  /* round-robin cursor for outside submissions */
     sp_worker_t *workers;
+    int cap;             /* worker slots allocated: nworkers + extras */
+    int dispatch;        /* sp_dispatch_t for SP_ANY_WORKER */
+    bool monitored;      /* a monitor samples the workers */
+    bool migrate_stuck;  /* others may take a stuck worker's started fibers */
+    struct sp_monitor *mon;
+    /* Read on every loop of every worker when monitored: its own line. */
+    _Alignas(64) _Atomic int nstuck; /* workers flagged stuck */
+    _Atomic int nlive;   /* slots in use: nworkers + running extras */
+    _Atomic uint64_t m_stalls, m_rescued, m_migrated, m_grown, m_shrunk;
 };
 
 int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
                    bool use_caller);
 void sp__sched_fini(sp_scheduler_t *s);
+/* Room for `cap` worker slots; before start, with nothing queued. */
+int sp__sched_resize(sp_scheduler_t *s, int cap);
 /* Count outside work as live so stop() waits for it. -ESHUTDOWN after
  * stop. */
 int sp__sched_hold(sp_scheduler_t *s);
 void sp__sched_release(sp_scheduler_t *s);
 /* The worker the calling thread runs for s, or NULL. */
 sp_worker_t *sp__sched_self(const sp_scheduler_t *s);
+/* Claim `w` if it sleeps in idle (CAS 1 -> 0); the claimer tickles it. */
+bool sp__sched_claim(sp_worker_t *w);
+/* Slots in use (base workers plus running extras). */
+static inline int sp__sched_nlive(const sp_scheduler_t *s)
+{
+    return atomic_load_explicit(&s->nlive, memory_order_acquire);
+}
+/* Whether new SP_ANY_WORKER work may be placed on w. */
+static inline bool sp__sched_usable(const sp_worker_t *w)
+{
+    return !atomic_load_explicit(&w->stuck, memory_order_relaxed) &&
+           !atomic_load_explicit(&w->retiring, memory_order_relaxed);
+}
+/* Start an extra worker in slot i (monitor thread). 0 or -errno. */
+int sp__sched_spawn(sp_scheduler_t *s, int i);
+
+/* dispatch.c: the worker a SP_ANY_WORKER task goes to. */
+int sp__dispatch_pick(sp_scheduler_t *s);
+
+/* monitor.c: the monitor thread, started by sp_scheduler_start() and
+ * stopped by sp_scheduler_stop() once the base workers are joined. */
+int sp__monitor_start(sp_scheduler_t *s);
+void sp__monitor_stop(sp_scheduler_t *s);
+void sp__monitor_free(sp_scheduler_t *s);
 
 /* A fiber's wait for one of several wakers (fd events, a timer), robust
  * against stray wakes: the fiber returns only after every waker that

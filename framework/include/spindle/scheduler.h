@@ -78,13 +78,78 @@ int sp_worker_index(void);
 int sp_scheduler_threads(const sp_scheduler_t *s);
 const char *sp_scheduler_name(const sp_scheduler_t *s);
 
+/* ---- placement of SP_ANY_WORKER tasks ---------------------------------- */
+
+typedef enum sp_dispatch {
+    /* From a worker: its own queue (cache-warm; idle workers steal the
+     * excess). From other threads: round-robin. The default. */
+    SP_DISPATCH_LOCAL_FIRST,
+    /* Every submission goes to the next worker in turn, from anywhere. */
+    SP_DISPATCH_ROUND_ROBIN,
+    /* The worker with the fewest queued tasks (an idle one first). */
+    SP_DISPATCH_LEAST_LOADED
+} sp_dispatch_t;
+
+/* Choose how SP_ANY_WORKER tasks are placed. Before sp_scheduler_start():
+ * 0, -EINVAL (unknown strategy), -EBUSY (already started). Every strategy
+ * skips workers the monitor flagged as stuck. */
+int sp_scheduler_set_dispatch(sp_scheduler_t *s, sp_dispatch_t d);
+
+/* ---- blocking-code monitor ----------------------------------------------- */
+
+/* A suggested stall_us: long enough that a busy task is not blamed. */
+#define SP_MONITOR_DEFAULT_STALL_US 100000
+
+typedef struct sp_monitor_opts {
+    /* Report a worker that ran one fiber without switching for this long
+     * (a CPU-bound loop, a call the hooks do not cover). > 0. The monitor
+     * thread wakes every stall_us / 2 while it runs. */
+    int64_t stall_us;
+    /* Also let other workers take the stuck worker's queued fibers that
+     * already started (tasks that never ran are always taken). Off by
+     * default: a moved fiber resumes on another thread, and code that kept
+     * a thread-local address across a switch (errno's included: glibc's
+     * __errno_location is a const function) would touch the stuck thread's
+     * variable. Turn it on only for fibers that re-read thread-locals after
+     * every switch (docs/guide.md, "Blocking code"). */
+    bool migrate_stuck;
+    /* Grow to at most this many workers while workers are stuck (plain
+     * schedulers only: -ENOTSUP for an IOManager). 0 or `threads`: never. */
+    int max_threads;
+    /* Retire an extra worker after no worker was stuck for this long and
+     * it has no fibers left. 0: 10 * stall_us. */
+    int64_t shrink_after_us;
+} sp_monitor_opts_t;
+
+/* Turn the monitor on (off by default). Before sp_scheduler_start();
+ * growth beyond `threads` must also come before anything is scheduled
+ * (the worker slots are reallocated). Stalls are logged at WARN on the
+ * logger "spindle.monitor" (the root logger writes to stderr until
+ * configured): "worker W stuck for N ms in fiber ID (NAME)". 0, -EINVAL,
+ * -EBUSY (started, or tasks already queued when growing), -ENOTSUP,
+ * -ENOMEM. */
+int sp_scheduler_set_monitor(sp_scheduler_t *s, const sp_monitor_opts_t *o);
+
+typedef struct sp_monitor_stats {
+    uint64_t stalls;   /* stuck episodes reported */
+    uint64_t rescued;  /* never-started tasks taken from stuck workers */
+    uint64_t migrated; /* started fibers taken from stuck workers */
+    uint64_t grown;    /* extra workers started */
+    uint64_t shrunk;   /* extra workers retired */
+    int threads;       /* workers now (base + extra) */
+} sp_monitor_stats_t;
+
+int sp_scheduler_monitor_stats(const sp_scheduler_t *s,
+                               sp_monitor_stats_t *out);
+
 typedef struct sp_worker_stats {
     uint64_t tasks_run; /* tasks that finished on this worker */
     uint64_t switches;  /* switches into task fibers */
     uint64_t steals;    /* tasks taken from another worker's queue */
 } sp_worker_stats_t;
 
-/* Counters of one worker; exact once the scheduler is stopped. */
+/* Counters of one worker (0 .. max_threads-1 with growth); exact once the
+ * scheduler is stopped. */
 int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
                        sp_worker_stats_t *out);
 
