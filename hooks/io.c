@@ -17,21 +17,31 @@ typedef enum {
     OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG
 } io_op_t;
 
+/* A call's arguments. It sits on the fiber's stack while the fiber waits,
+ * so it is kept to 48 bytes: an op uses one member of each union. */
 typedef struct io_call {
     io_op_t op;
     int fd;
-    void *buf;
-    const void *cbuf;
-    size_t len;
     int flags;
-    const struct iovec *iov;
     int iovcnt;
-    struct sockaddr *addr;
-    socklen_t *addrlen;
-    const struct sockaddr *caddr;
-    socklen_t caddrlen;
-    struct msghdr *msg;
-    const struct msghdr *cmsg;
+    size_t len;
+    union {
+        void *buf;
+        const void *cbuf;
+        const struct iovec *iov;
+        struct msghdr *msg;
+        const struct msghdr *cmsg;
+    };
+    union {
+        struct {
+            struct sockaddr *addr;
+            socklen_t *addrlen;
+        };
+        struct {
+            const struct sockaddr *caddr;
+            socklen_t caddrlen;
+        };
+    };
 } io_call_t;
 
 static ssize_t call_libc(const io_call_t *c)
@@ -64,26 +74,29 @@ static size_t iov_total(const struct iovec *iov, int n)
 
 /* What a write call still has to send after `done` more bytes went out.
  * Vectored calls switch to a private copy of the iovec array (and of the
- * msghdr, whose control data went with the first bytes). */
+ * msghdr, whose control data went with the first bytes), made on the first
+ * partial write. */
 typedef struct write_rest {
-    struct iovec *iov;
     struct msghdr msg;
+    struct iovec iov[];
 } write_rest_t;
 
-static int advance(io_call_t *c, size_t done, write_rest_t *rest)
+static int advance(io_call_t *c, size_t done, write_rest_t **restp)
 {
     if (c->op == OP_WRITE || c->op == OP_SEND || c->op == OP_SENDTO) {
         c->cbuf = (const char *)c->cbuf + done;
         c->len -= done;
         return 0;
     }
-    if (!rest->iov) {
+    write_rest_t *rest = *restp;
+    if (!rest) {
         const struct iovec *src = c->op == OP_WRITEV ? c->iov : c->cmsg->msg_iov;
         int n = c->op == OP_WRITEV ? c->iovcnt : (int)c->cmsg->msg_iovlen;
-        rest->iov = malloc(sizeof *rest->iov * (size_t)(n ? n : 1));
-        if (!rest->iov)
+        rest = malloc(sizeof *rest + sizeof rest->iov[0] * (size_t)(n ? n : 1));
+        if (!rest)
             return -1;
-        memcpy(rest->iov, src, sizeof *rest->iov * (size_t)n);
+        *restp = rest;
+        memcpy(rest->iov, src, sizeof rest->iov[0] * (size_t)n);
         if (c->op == OP_SENDMSG) {
             rest->msg = *c->cmsg;
             rest->msg.msg_iov = rest->iov;
@@ -94,7 +107,9 @@ static int advance(io_call_t *c, size_t done, write_rest_t *rest)
             c->iov = rest->iov;
         }
     }
-    struct iovec *iov = c->op == OP_WRITEV ? rest->iov : rest->msg.msg_iov;
+    /* Where the unsent part starts now (in our copy). */
+    struct iovec *iov = c->op == OP_WRITEV ? rest->iov + (c->iov - rest->iov)
+                                           : rest->msg.msg_iov;
     int n = c->op == OP_WRITEV ? c->iovcnt : (int)rest->msg.msg_iovlen;
     int i = 0;
     while (i < n && done >= iov[i].iov_len)
@@ -168,7 +183,7 @@ static ssize_t hooked(io_call_t *c)
             return -1;
     }
     size_t want = reading ? 0 : write_size(c), sent = 0;
-    write_rest_t rest = {NULL, {0}};
+    write_rest_t *rest = NULL;
     ssize_t ret;
     for (;;) {
         ssize_t n = call_libc(c);
@@ -197,7 +212,7 @@ static ssize_t hooked(io_call_t *c)
             break;
         }
     }
-    free(rest.iov);
+    free(rest);
     return ret;
 }
 

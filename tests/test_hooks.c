@@ -289,6 +289,51 @@ START_TEST(partial_writes_complete)
 }
 END_TEST
 
+/* A writev over many pieces that needs several partial writes, each ending
+ * inside a different piece: every byte arrives, in order. */
+enum { PIECES = 16, PIECE = 256 << 10 };
+static unsigned char *vec_sent;
+static size_t vec_bad;
+
+static void vec_writer(void *arg)
+{
+    (void)arg;
+    struct iovec iov[PIECES];
+    for (int i = 0; i < PIECES; i++)
+        iov[i] = (struct iovec){vec_sent + (size_t)i * PIECE, PIECE};
+    ck_assert_int_eq(writev(sv[1], iov, PIECES), (ssize_t)PIECES * PIECE);
+    close(sv[1]);
+}
+
+static void vec_reader(void *arg)
+{
+    (void)arg;
+    unsigned char buf[65536];
+    ssize_t n;
+    while ((n = read(sv[0], buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < n; i++)
+            vec_bad += buf[i] != vec_sent[received + (size_t)i];
+        received += (size_t)n;
+    }
+    ck_assert_int_eq(n, 0);
+}
+
+START_TEST(partial_writev_keeps_order)
+{
+    make_pair();
+    vec_sent = malloc((size_t)PIECES * PIECE);
+    for (size_t i = 0; i < (size_t)PIECES * PIECE; i++)
+        vec_sent[i] = (unsigned char)(i * 2654435761u >> 13);
+    received = vec_bad = 0;
+    sp_fiber_fn fns[] = {vec_writer, vec_reader};
+    run_fibers(fns, NULL, 2);
+    ck_assert_uint_eq(received, (size_t)PIECES * PIECE);
+    ck_assert_uint_eq(vec_bad, 0);
+    free(vec_sent);
+    close(sv[0]);
+}
+END_TEST
+
 /* ---- TCP: listen/accept/connect, EOF, peer reset, refused, timeout ------ */
 
 static int listener(int backlog)
@@ -709,6 +754,7 @@ int main(void)
     tcase_add_test(tc, user_nonblocking_gets_eagain);
     tcase_add_test(tc, fiber_sockets_nonblocking_underneath);
     tcase_add_test(tc, partial_writes_complete);
+    tcase_add_test(tc, partial_writev_keeps_order);
     tcase_add_test(tc, tcp_accept_connect_eof_reset);
     tcase_add_test(tc, connect_refused_reported);
     tcase_add_test(tc, connect_timeout_etimedout);

@@ -39,9 +39,10 @@ static void table_init(void)
 
 static sp_fd_ctx_t *new_chunk(void)
 {
-    sp_fd_ctx_t *c = calloc(CHUNK, sizeof *c);
+    sp_fd_ctx_t *c = aligned_alloc(_Alignof(sp_fd_ctx_t), CHUNK * sizeof *c);
     if (!c)
         return NULL;
+    memset(c, 0, CHUNK * sizeof *c);
     for (int i = 0; i < CHUNK; i++) {
         sp__spin_init(&c[i].lock);
         sp__fd_ctx_forget(&c[i]);

@@ -22,7 +22,9 @@ enum sp_fd_flag {
     SP_FD_STREAM = 16   /* a stream socket: a short read drained it */
 };
 
+/* One cache line each: a wait touches its fd's entry once per message. */
 typedef struct sp_fd_ctx {
+    _Alignas(64)
     sp_spin_t lock;
     _Atomic unsigned flags;
     /* The last read was short: wait before reading. A hint kept apart from

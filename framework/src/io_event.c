@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fd_table.h"
@@ -31,24 +32,25 @@ typedef struct io_waiter {
     _Atomic int unarmed;
 } io_waiter_t;
 
+/* Fields in the order a wait and its wake-up touch them: the first two
+ * cache lines (the watch is allocated on a line boundary). */
 typedef struct sp_io_watch {
     ev_io io; /* first: libev hands this pointer to on_ready */
-    struct sp_io_watch *next; /* inbox link */
-    struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
-    sp_fd_ctx_t *ctx;
-    sp_iomanager_t *iom;
-    int dir, owner;
-    /* Guarded by ctx->lock. */
+    /* Guarded by ctx->lock (the fd's), except as noted. */
     io_waiter_t *waiter; /* armed by a fiber, or */
+    sp_fd_ctx_t *ctx;    /* (set once) */
     sp_io_fn fn;         /* armed with a callback, or neither: idle */
     void *arg;
+    sp_iomanager_t *iom; /* (set once) */
+    int dir, owner;      /* (set once) */
     uint32_t seq;  /* numbers each arming */
     bool queued;   /* in the owner's inbox */
     bool retired;  /* no longer its fd's watch: the owner frees it */
     bool closing;  /* retired because its fd is being closed */
+    bool started;  /* owner thread only */
     struct close_ack *ack; /* a closer waiting for the owner to drop it */
-    /* Owner thread only. */
-    bool started;
+    struct sp_io_watch *next; /* inbox link */
+    struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
 } sp_io_watch_t;
 
 /* What was taken off a watch, to deliver once the lock is released. */
@@ -325,7 +327,9 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
         w = NULL;
     }
     if (!w) {
-        w = calloc(1, sizeof *w);
+        w = aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
+        if (w)
+            memset(w, 0, sizeof *w);
         if (!w) {
             sp__spin_unlock(&ctx->lock);
             return -ENOMEM;
@@ -417,8 +421,8 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
     atomic_init(&waiter.unarmed, 0);
     /* Most waits are on one fd: keep the parked stack small (it is most of
      * an idle connection's memory) and allocate only for poll-sized sets. */
-    armed_t few[4], *armed = few;
-    if (2 * n > 4 && !(armed = malloc(sizeof *armed * 2 * (size_t)n)))
+    armed_t few[2], *armed = few;
+    if (2 * n > 2 && !(armed = malloc(sizeof *armed * 2 * (size_t)n)))
         return -ENOMEM;
     int k = 0, rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
