@@ -22,6 +22,9 @@ void sp__asm_ctx_make(sp_asm_ctx_t *c, void *stack_lo, size_t size,
 /* Saves callee-saved registers and FP control state on the current stack,
  * stores the stack pointer in *from_sp and continues on to_sp. */
 void sp__asm_ctx_swap(void **from_sp, void *to_sp);
+/* The same, first prefetching the top of the target stack: for resuming a
+ * fiber whose stack has gone cold. */
+void sp__asm_ctx_swap_cold(void **from_sp, void *to_sp);
 
 typedef struct sp_uc_ctx {
     ucontext_t uc;
@@ -35,11 +38,13 @@ void sp__uc_ctx_swap(sp_uc_ctx_t *from, sp_uc_ctx_t *to);
 typedef sp_uc_ctx_t sp_ctx_t;
 #define sp__ctx_make sp__uc_ctx_make
 #define sp__ctx_swap(from, to) sp__uc_ctx_swap((from), (to))
+#define sp__ctx_swap_cold(from, to) sp__uc_ctx_swap((from), (to))
 #define SP_CTX_BACKEND "ucontext"
 #else
 typedef sp_asm_ctx_t sp_ctx_t;
 #define sp__ctx_make sp__asm_ctx_make
 #define sp__ctx_swap(from, to) sp__asm_ctx_swap(&(from)->sp, (to)->sp)
+#define sp__ctx_swap_cold(from, to) sp__asm_ctx_swap_cold(&(from)->sp, (to)->sp)
 #if defined(__x86_64__)
 #define SP_CTX_BACKEND "asm-x86_64"
 #elif defined(__aarch64__)

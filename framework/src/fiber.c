@@ -61,13 +61,14 @@ static void fiber_main(void)
     sp_thread_t *t = sp__thread();
     f = t->current;
     atomic_store(&f->state, SP_FIBER_DONE);
-    sp__fiber_switch(t, f, f->caller, true);
+    sp__fiber_switch(t, f, f->caller, SP_SWITCH_DONE);
     abort(); /* a finished fiber is never switched back to */
 }
 
 void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
-                      struct sp_fiber *to, bool from_done)
+                      struct sp_fiber *to, unsigned how)
 {
+    bool from_done = how & SP_SWITCH_DONE;
     from->saved_errno = sp__errno_get();
     t->prev = from;
     t->current = to;
@@ -84,7 +85,10 @@ void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
 #ifdef SP_TSAN
     __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
-    sp__ctx_swap(&from->ctx, &to->ctx);
+    if (how & SP_SWITCH_COLD)
+        sp__ctx_swap_cold(&from->ctx, &to->ctx);
+    else
+        sp__ctx_swap(&from->ctx, &to->ctx);
     switch_done(fake);
 }
 
@@ -156,7 +160,7 @@ void sp_fiber_destroy(sp_fiber_t *f)
     sp__stack_put(&st);
 }
 
-int sp_fiber_resume(sp_fiber_t *f)
+static int resume(sp_fiber_t *f, unsigned how)
 {
     if (!f)
         return -EINVAL;
@@ -166,8 +170,18 @@ int sp_fiber_resume(sp_fiber_t *f)
     sp_thread_t *t = sp__thread();
     f->caller = t->current;
     atomic_store_explicit(&f->state, SP_FIBER_RUNNING, memory_order_relaxed);
-    sp__fiber_switch(t, t->current, f, false);
+    sp__fiber_switch(t, t->current, f, how);
     return 0;
+}
+
+int sp_fiber_resume(sp_fiber_t *f)
+{
+    return resume(f, 0);
+}
+
+int sp__fiber_resume_cold(sp_fiber_t *f)
+{
+    return resume(f, SP_SWITCH_COLD);
 }
 
 int sp_fiber_yield(void)
@@ -178,7 +192,7 @@ int sp_fiber_yield(void)
         return -EPERM;
     atomic_store_explicit(&self->state, SP_FIBER_SUSPENDED,
                           memory_order_release);
-    sp__fiber_switch(t, self, self->caller, false);
+    sp__fiber_switch(t, self, self->caller, 0);
     return 0;
 }
 

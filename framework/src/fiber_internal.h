@@ -60,10 +60,16 @@ int sp__errno_get(void);
 void sp__errno_set(int v);
 uint64_t sp__fiber_next_id(sp_thread_t *t);
 
+/* How to switch: DONE, the caller never comes back; COLD, `to` has been
+ * parked a while and its stack is worth prefetching. */
+enum { SP_SWITCH_DONE = 1, SP_SWITCH_COLD = 2 };
 /* Switch from the running fiber to `to` on this thread, t. `from` must be
- * t->current. When `from_done` the caller never comes back. */
+ * t->current. */
 void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
-                      struct sp_fiber *to, bool from_done);
+                      struct sp_fiber *to, unsigned how);
+/* sp_fiber_resume() for a fiber that has been parked (the scheduler's run
+ * of a woken fiber): the switch prefetches the stack it returns through. */
+int sp__fiber_resume_cold(sp_fiber_t *f);
 /* Reuse a finished (or never run) fiber for a new function. */
 void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
 

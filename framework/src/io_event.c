@@ -251,6 +251,11 @@ void sp__io_forget_all(sp_iomanager_t *io)
     io->watches = NULL;
 }
 
+/* On the owner's thread. When its worker polls (not from inside a task),
+ * a waiting fiber of this worker runs right here, as a callback server's
+ * handler would: the watch, the fd's context, the fiber's stack and the
+ * socket are then touched once, together, instead of once at the wake-up
+ * and again a whole batch of events later when the fiber runs. */
 static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;
@@ -260,7 +265,14 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
     bool got = !w->retired && take(w, 0, false, &t);
     sp__spin_unlock(&w->ctx->lock);
     if (got) {
-        deliver(&t);
+        sp_worker_t *self = &w->iom->s.workers[w->owner];
+        if (t.waiter && sp__sched_polling(self)) {
+            struct sp_fiber *f = sp__waiter_deliver_here(t.waiter);
+            if (f)
+                sp__sched_run_now(self, f);
+        } else {
+            deliver(&t);
+        }
         return;
     }
     /* Nobody waits (or the watch is on its way out): stop it until the next

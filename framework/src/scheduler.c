@@ -292,6 +292,16 @@ static void run_woken(sp_worker_t *w)
     w->nwoken = 0;
 }
 
+bool sp__sched_polling(const sp_worker_t *w)
+{
+    return w->collecting && !w->running;
+}
+
+void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f)
+{
+    run_task(w, &(sp_task_t){.fiber = f});
+}
+
 /* The extension's idle or tick: fibers its event callbacks wake on this
  * worker are collected, then run once it returns. */
 static void poll_events(sp_worker_t *w, void (*poll)(sp_scheduler_t *, int))
@@ -454,7 +464,9 @@ static void run_task(sp_worker_t *w, const sp_task_t *task)
     bump(&w->switches);
     if (w->s->monitored)
         publish_start(w, f);
-    sp_fiber_resume(f);
+    w->running = true;
+    sp__fiber_resume_cold(f);
+    w->running = false;
     if (w->s->monitored) /* even: between tasks */
         atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
                               memory_order_relaxed) + 1, memory_order_relaxed);
@@ -831,10 +843,10 @@ int sp_park(void)
     return sp_fiber_yield();
 }
 
-int sp_wake(sp_fiber_t *f)
+/* Record a wake of f; true if f was parked and the caller must now queue
+ * (or run) it. */
+static bool wake_claim(struct sp_fiber *f)
 {
-    if (!f || !f->sched)
-        return -EINVAL;
     for (;;) {
         int p = atomic_load(&f->park);
         int next;
@@ -842,14 +854,20 @@ int sp_wake(sp_fiber_t *f)
         case P_RUNNING: next = P_PERMIT; break;
         case P_PARKING: next = P_WOKEN; break;
         case P_PARKED: next = P_RUNNING; break;
-        default: return 0; /* a wake is already pending */
+        default: return false; /* a wake is already pending */
         }
-        if (!atomic_compare_exchange_weak(&f->park, &p, next))
-            continue;
-        if (p == P_PARKED)
-            requeue(f->sched, f);
-        return 0;
+        if (atomic_compare_exchange_weak(&f->park, &p, next))
+            return p == P_PARKED;
     }
+}
+
+int sp_wake(sp_fiber_t *f)
+{
+    if (!f || !f->sched)
+        return -EINVAL;
+    if (wake_claim(f))
+        requeue(f->sched, f);
+    return 0;
 }
 
 sp_scheduler_t *sp_scheduler_current(void)
@@ -912,6 +930,21 @@ void sp__waiter_deliver(sp_waiter_t *w, bool wake)
         sp_wake(f);
         atomic_fetch_sub(&f->pins, 1);
     }
+}
+
+struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w)
+{
+    struct sp_fiber *f = w->fiber;
+    /* No pins: f runs only on its worker, this thread, busy here; if it
+     * belongs elsewhere, f is not touched after it is queued. */
+    atomic_fetch_add(&w->delivered, 1);
+    if (!wake_claim(f))
+        return NULL;
+    int target = f->bound >= 0 ? f->bound : f->last_worker;
+    if (&f->sched->workers[target] == sp__thread()->worker)
+        return f;
+    requeue(f->sched, f);
+    return NULL;
 }
 
 void sp__waiter_wait(sp_waiter_t *w)

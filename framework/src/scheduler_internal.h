@@ -51,6 +51,7 @@ typedef struct sp_worker {
     unsigned since_tick, tick_every; /* tasks run since / between ticks */
     /* Owner only: fibers woken on this worker's thread while it polls. */
     bool collecting;
+    bool running; /* owner only: inside run_task (a task fiber runs) */
     struct sp_fiber **woken;
     unsigned nwoken, capwoken;
     _Atomic uint64_t tasks_run, switches, steals;
@@ -92,6 +93,14 @@ struct sp_scheduler {
     _Atomic int nlive;   /* slots in use: nworkers + running extras */
     _Atomic uint64_t m_stalls, m_rescued, m_migrated, m_grown, m_shrunk;
 };
+
+/* On w's thread: true while w polls for events outside any task, where an
+ * event callback may run the fiber it wakes at once (sp__sched_run_now). */
+bool sp__sched_polling(const sp_worker_t *w);
+/* Run f, a fiber of w that the caller just claimed (sp__waiter_deliver_here
+ * returned it), now: as a callback server runs its handler, so everything
+ * the wake-up and the fiber touch is fetched once, together. */
+void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f);
 
 int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
                    bool use_caller);
@@ -152,6 +161,10 @@ typedef struct sp_waiter {
 void sp__waiter_init(sp_waiter_t *w);
 void sp__waiter_promise(sp_waiter_t *w, int result);
 void sp__waiter_deliver(sp_waiter_t *w, bool wake);
+/* Deliver and wake, on the calling worker's thread: returns the fiber if
+ * the caller must run it (it was parked and belongs to this worker), else
+ * NULL (already woken, or queued for its own worker). */
+struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w);
 /* Park until at least one waker delivered. */
 void sp__waiter_wait(sp_waiter_t *w);
 /* Wait until every promiser delivered; returns the wait's result. */
