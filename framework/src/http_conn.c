@@ -7,7 +7,8 @@
  * connection has to wait for input, so the answers to a burst of pipelined
  * requests leave in one send, in request order.
  *
- * Every wait is sp_io_wait with a deadline taken from the phase:
+ * Every read waits with a deadline taken from the phase (one timer per
+ * connection enforces it, see http_deadline.c):
  *   idle      before a request's first byte: keepalive_timeout (header_timeout
  *             on a new connection); expiry closes silently;
  *   headers   from the first byte to the end of the headers: header_timeout,
@@ -33,6 +34,7 @@ struct sp__http_conn {
     _Atomic bool idle; /* waiting for a next request with nothing read */
     bool drained;      /* the last read emptied the socket */
     bool continued;    /* "100 Continue" sent for this request */
+    sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
     sp_buf_t in;
     sp__http_out_t out;
@@ -90,7 +92,13 @@ void sp__http_close_idle(sp_http_server_t *srv)
 
 static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
 {
-    return sp__http_read(c->fd, &c->in, size, deadline, &c->drained);
+    if (!c->deadline)
+        return sp__http_read(c->fd, &c->in, size, deadline, &c->drained);
+    sp__http_deadline_set(c->deadline, deadline);
+    ssize_t n = sp__http_read(c->fd, &c->in, size, 0, &c->drained);
+    if (sp__http_deadline_clear(c->deadline) && n == -ECANCELED)
+        return -ETIMEDOUT;
+    return n;
 }
 
 /* Wait for the first byte of a next request, visible to stop() meanwhile. */
@@ -250,10 +258,12 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     sp__http_req_init(&c->req, &srv->opts);
     c->req.peer = peer;
     sp__http_res_init(&c->res, &c->out, srv->server_line);
+    c->deadline = sp__http_deadline_new(fd);
 }
 
 static void conn_free(sp__http_conn_t *c)
 {
+    sp__http_deadline_free(c->deadline);
     sp__http_req_free(&c->req);
     sp__http_res_free(&c->res);
     sp_buf_free(&c->in);

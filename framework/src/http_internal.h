@@ -105,6 +105,19 @@ int sp__http_wait(int fd, int event, int64_t timeout_us);
 ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline,
                       bool *drained);
 
+/* ---- read deadlines of server connections: http_deadline.c -------------- */
+
+/* A connection's read deadline, enforced by one lazily re-armed timer. */
+typedef struct sp__http_deadline sp__http_deadline_t;
+/* For fd, on an IOManager fiber; NULL outside one or out of memory (the
+ * caller then bounds each wait itself). */
+sp__http_deadline_t *sp__http_deadline_new(int fd);
+/* The read about to start must end by at_ns (sp_now_ns clock; 0: none). */
+void sp__http_deadline_set(sp__http_deadline_t *d, uint64_t at_ns);
+/* The read ended; true if the deadline cancelled its wait (-ECANCELED). */
+bool sp__http_deadline_clear(sp__http_deadline_t *d);
+void sp__http_deadline_free(sp__http_deadline_t *d);
+
 /* ---- responses: http_response.c ------------------------------------------ */
 
 struct sp_http_response {

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "http_internal.h"
+#include "iomanager_internal.h"
 #include "spindle/timer.h"
 
 uint64_t sp__http_deadline(int64_t ms)
@@ -30,7 +31,9 @@ int64_t sp__http_left_us(uint64_t deadline_ns)
  * used from one), where sp_io_wait says -EPERM. */
 int sp__http_wait(int fd, int event, int64_t timeout_us)
 {
-    int rc = sp_io_wait(fd, event, timeout_us);
+    if (event != SP_IO_READ && event != SP_IO_WRITE)
+        return -EINVAL;
+    int rc = sp__io_wait_fd(sp__fd_ctx(fd), fd, event, timeout_us);
     if (rc != -EPERM)
         return rc;
     struct pollfd p = {fd, (short)(event == SP_IO_READ ? POLLIN : POLLOUT), 0};

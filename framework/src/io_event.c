@@ -491,10 +491,13 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
 
 int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
 {
-    sp_worker_t *self = sp__thread()->worker;
+    sp_thread_t *t = sp__thread();
+    sp_worker_t *self = t->worker;
     sp_iomanager_t *io = self ? sp__iom_of(self->s) : NULL;
-    if (!io)
+    if (!io || t->current == &t->root)
         return -EPERM;
+    if (!ctx)
+        return -EBADF;
     sp_io_want_t want = {fd, event};
     return wait_on(io, self->index, &want, &ctx, 1, timeout_us);
 }
