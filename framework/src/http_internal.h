@@ -74,6 +74,8 @@ static inline bool sp__http_named(const char *name, const char *lower)
 
 /* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
 bool sp__http_is_token(const char *s);
+/* strlen(s) if s is a token, else 0. */
+size_t sp__http_token_len(const char *s);
 /* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
  * it in nheaders or nparams. */
 int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);

@@ -2,7 +2,6 @@
  * Strings live in the request's text arena and are reached by offset,
  * because the arena moves while it grows. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -14,27 +13,30 @@ const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
     return sp_buf_data(&r->text) + off;
 }
 
-/* RFC 7230 tchar (visible ASCII but the separators), as a table built
- * once: it is looked up for every byte of every header name. */
-static bool tchar[256];
-static pthread_once_t tchar_once = PTHREAD_ONCE_INIT;
+/* RFC 7230 tchar: visible ASCII but the separators "(),/:;<=>?@[\]{}.
+ * Looked up for every byte of every header name. */
+static const unsigned char tchar[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
 
-static void tchar_init(void)
+size_t sp__http_token_len(const char *s)
 {
-    static const char separators[] = "\"(),/:;<=>?@[\\]{}";
-    for (int c = '!'; c < 127; c++)
-        tchar[c] = !memchr(separators, c, sizeof separators - 1);
+    size_t n = 0;
+    while (tchar[(unsigned char)s[n]])
+        n++;
+    return s[n] ? 0 : n;
 }
 
 bool sp__http_is_token(const char *s)
 {
-    pthread_once(&tchar_once, tchar_init);
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (!tchar[(unsigned char)*s])
-            return false;
-    return true;
+    return sp__http_token_len(s) > 0;
 }
 
 int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
@@ -63,8 +65,14 @@ static int hex(char c)
 /* Percent-decode text[off, off+n) onto the end of the text, NUL-terminated
  * ('+' becomes a space in query parameters). Returns the new string's
  * offset, or -1 for a bad escape, a NUL byte or no memory. */
+static ssize_t copy(sp_http_request_t *r, size_t off, size_t n);
+
 static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
 {
+    const char *raw = sp_buf_data(&r->text) + off;
+    if (!memchr(raw, '%', n) && !(plus && memchr(raw, '+', n)) &&
+        !memchr(raw, '\0', n))
+        return copy(r, off, n); /* nothing to decode: the common case */
     char *dst = sp_buf_reserve(&r->text, n + 1);
     if (!dst)
         return -1;

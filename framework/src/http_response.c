@@ -115,15 +115,26 @@ bool sp_http_response_started(const sp_http_response_t *res)
     return res->started;
 }
 
-static bool valid_value(const char *s)
+/* strlen(s) if s holds no CR or LF, else -1. */
+static ssize_t value_len(const char *s)
 {
-    return !strpbrk(s, "\r\n");
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (s[n] == '\r' || s[n] == '\n')
+            return -1;
+    return (ssize_t)n;
 }
 
-static bool server_owned(const char *name)
+/* A header the server writes itself; n = strlen(name). */
+static bool server_owned(const char *name, size_t n)
 {
-    return sp__http_named(name, "date") || sp__http_named(name, "server") ||
-           sp__http_named(name, "connection") || sp__http_named(name, "transfer-encoding");
+    switch (n) {
+    case 4: return sp__http_named(name, "date");
+    case 6: return sp__http_named(name, "server");
+    case 10: return sp__http_named(name, "connection");
+    case 17: return sp__http_named(name, "transfer-encoding");
+    default: return false;
+    }
 }
 
 /* Parse a Content-Length the handler sets. */
@@ -142,14 +153,18 @@ static int parse_length(const char *v, uint64_t *out)
 }
 
 /* Whether the handler may add this header now: 0 or the -errno. */
+/* Lengths of a header the handler may set, or a negative errno. */
 static int header_allowed(const sp_http_response_t *res, const char *name,
-                          const char *value)
+                          const char *value, size_t *n, size_t *v)
 {
     if (res->started)
         return -EALREADY;
-    if (!sp__http_is_token(name) || !valid_value(value))
+    ssize_t vl = value_len(value);
+    *n = sp__http_token_len(name);
+    if (!*n || vl < 0)
         return -EINVAL;
-    if (server_owned(name))
+    *v = (size_t)vl;
+    if (server_owned(name, *n))
         return -EPERM;
     return 0;
 }
@@ -157,13 +172,13 @@ static int header_allowed(const sp_http_response_t *res, const char *name,
 int sp_http_response_add_header(sp_http_response_t *res, const char *name,
                                 const char *value)
 {
-    int rc = header_allowed(res, name, value);
+    size_t n, v;
+    int rc = header_allowed(res, name, value, &n, &v);
     if (rc < 0)
         return rc;
-    bool is_length = sp__http_named(name, "content-length");
+    bool is_length = n == 14 && sp__http_named(name, "content-length");
     if (is_length && (res->has_length || parse_length(value, &res->length) < 0))
         return -EINVAL;
-    size_t n = strlen(name), v = strlen(value);
     char *dst = sp_buf_reserve(&res->head, n + v + 4);
     if (!dst)
         return -ENOMEM;
@@ -201,7 +216,8 @@ static void remove_header(sp_http_response_t *res, const char *name)
 int sp_http_response_set_header(sp_http_response_t *res, const char *name,
                                 const char *value)
 {
-    int rc = header_allowed(res, name, value);
+    size_t n, v;
+    int rc = header_allowed(res, name, value, &n, &v);
     if (rc < 0)
         return rc;
     remove_header(res, name);
