@@ -1,0 +1,115 @@
+#!/bin/bash
+# Our echo and HTTP servers against the peers in ../shared/bench, in
+# alternating rounds: every round starts each server afresh (pinned to CPU
+# 0, the load on CPU 1), so machine noise hits neighbours alike, and the
+# figures are medians of per-round ratios to the baseline of that round.
+#
+#   bench/peers.sh echo CONNS [ROUNDS]       libev_echo, st_echo, spindle-echo
+#   bench/peers.sh http CONNS [ROUNDS]       nginx, libev_http, spindle-httpd
+#   bench/peers.sh http-pipe CONNS [ROUNDS]  the same, 16 requests per write
+#
+# env: SECONDS_PER_RUN (3), PEERS (../shared/bench), BUILD_DIR (build),
+#      RAW (/tmp/spindle-peers.txt: one line per run).
+# Per run: rate (msgs/s or req/s), server CPU per message or request (user
+# and system time from /proc over the run), and for HTTP wrk's p99.
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+peers=${PEERS:-$root/../shared/bench}
+bin=${BUILD_DIR:-$root/build}/bin
+secs=${SECONDS_PER_RUN:-3}
+raw=${RAW:-/tmp/spindle-peers.txt}
+mode=${1:?mode: echo, http or http-pipe}
+conns=${2:?number of connections}
+rounds=${3:-5}
+
+case $mode in
+echo)
+  servers=("libev_echo=$peers/bin/libev_echo %PORT%"
+           "st_echo=$peers/bin/st_echo %PORT%"
+           "spindle=$bin/spindle-echo --listen 127.0.0.1:%PORT% --workers 1") ;;
+http | http-pipe)
+  servers=("nginx=$peers/peers/run_nginx.sh %PORT%"
+           "libev_http=$peers/bin/libev_http %PORT%"
+           "spindle=$bin/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1") ;;
+*) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
+[[ -x $peers/bin/echo_load ]] || { echo "build the peers: make -C $peers" >&2; exit 1; }
+ulimit -n 100000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+
+ready() {
+  for _ in $(seq 100); do
+    if [[ $mode == echo ]]; then
+      (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    else
+      curl -s -o /dev/null "http://127.0.0.1:$1/plaintext" && return 0
+    fi
+    sleep 0.05
+  done
+  return 1
+}
+
+# load PORT: prints "COUNT RATE P99"
+load() {
+  if [[ $mode == echo ]]; then
+    taskset -c 1 "$peers/bin/echo_load" 127.0.0.1 "$1" "$conns" "$secs" 64 |
+      sed -n 's/.*msgs=\([0-9]*\) msgs_per_s=\([0-9]*\).*p99_us=\([0-9]*\).*/\1 \2 \3us/p'
+  else
+    local pipe=()
+    [[ $mode == http-pipe ]] && pipe=(-s "$peers/pipeline.lua")
+    PIPELINE_DEPTH=16 taskset -c 1 wrk -t1 -c"$conns" -d"${secs}s" --latency "${pipe[@]}" \
+      "http://127.0.0.1:$1/plaintext" |
+      awk '/requests in/ {n=$1} /Requests\/sec/ {r=int($2)} $1=="99%" {p=$2} END {print n, r, p}'
+  fi
+}
+
+: > "$raw"
+for round in $(seq "$rounds"); do
+  for spec in "${servers[@]}"; do
+    name=${spec%%=*}
+    port=$((20000 + RANDOM % 20000))
+    cmd=${spec#*=}
+    taskset -c 0 bash -c "exec ${cmd//%PORT%/$port}" >/dev/null 2>&1 &
+    pid=$!
+    if ready "$port"; then
+      read -r u0 s0 < <(cpu_ticks "$pid")
+      read -r count rate p99 < <(load "$port")
+      read -r u1 s1 < <(cpu_ticks "$pid")
+      tick_ns=$((1000000000 / $(getconf CLK_TCK)))
+      echo "$round $name $rate $(( (u1 - u0 + s1 - s0) * tick_ns / ${count:-1} )) $(( (u1 - u0) * tick_ns / ${count:-1} )) $p99" >> "$raw"
+    else
+      echo "$name did not start" >&2
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+done
+
+# Medians, and medians of the per-round ratios to the first server.
+python3 - "$raw" "$mode" "$conns" <<'PY'
+import statistics as st, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+names = []
+for r in rows:
+    if r[1] not in names:
+        names.append(r[1])
+by = {(r[0], r[1]): r for r in rows}
+rounds = sorted({r[0] for r in rows}, key=int)
+unit = "msgs" if sys.argv[2] == "echo" else "req"
+
+def ratio(n, base, col):
+    pairs = [(by[(k, n)], by[(k, base)]) for k in rounds if (k, n) in by and (k, base) in by]
+    return st.median(int(a[col]) / int(b[col]) for a, b in pairs) if pairs else float("nan")
+
+print(f"{sys.argv[2]}, {sys.argv[3]} connections, {len(rounds)} rounds; ratios are medians of per-round ratios")
+head = "".join(f" {'rate/'+b:>14} {'cpu/'+b:>14}" for b in names[:2])
+print(f"{'server':12} {unit+'/s':>9} {'cpu ns/'+unit:>12} {'user ns':>8}{head}  p99s")
+for n in names:
+    mine = [by[(k, n)] for k in rounds if (k, n) in by]
+    rate = st.median(int(r[2]) for r in mine)
+    cpu = st.median(int(r[3]) for r in mine)
+    usr = st.median(int(r[4]) for r in mine)
+    cols = "".join(f" {ratio(n, b, 2):14.3f} {ratio(n, b, 3):14.3f}" for b in names[:2])
+    print(f"{n:12} {rate:9.0f} {cpu:12.0f} {usr:8.0f}{cols}  {' '.join(r[5] for r in mine)}")
+PY
