@@ -68,11 +68,17 @@ load() {
 for round in $(seq "$rounds"); do
   for spec in "${servers[@]}"; do
     name=${spec%%=*}
-    port=$((20000 + RANDOM % 20000))
     cmd=${spec#*=}
-    taskset -c 0 bash -c "exec ${cmd//%PORT%/$port}" >/dev/null 2>&1 &
-    pid=$!
-    if ready "$port"; then
+    for attempt in 1 2 3; do # a random port may be taken: try another
+      port=$((20000 + RANDOM % 20000))
+      taskset -c 0 bash -c "exec ${cmd//%PORT%/$port}" >/dev/null 2>&1 &
+      pid=$!
+      ready "$port" && kill -0 "$pid" 2>/dev/null && break
+      kill "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+      pid=
+    done
+    if [[ $pid ]]; then
       read -r u0 s0 < <(cpu_ticks "$pid")
       read -r count rate p99 < <(load "$port")
       read -r u1 s1 < <(cpu_ticks "$pid")

@@ -112,7 +112,7 @@ static bool valid_header(const char *h)
 
 static int add(sp_buf_t *b, const char *s)
 {
-    return sp_buf_append(b, s, strlen(s));
+    return sp__buf_append(b, s, strlen(s));
 }
 
 static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t *t)
@@ -127,7 +127,7 @@ static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t
      * append, as the order of operands of | is unspecified). */
     int rc = add(b, m);
     rc |= add(b, " ");
-    rc |= sp_buf_append(b, t->path, t->path_len);
+    rc |= sp__buf_append(b, t->path, t->path_len);
     rc |= add(b, " HTTP/1.1\r\nHost: ");
     rc |= add(b, t->host);
     rc |= add(b, "\r\n");
@@ -152,9 +152,9 @@ static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t
  * -errno. Interim answers (100 Continue...) are skipped. */
 static int parse(sp_http_request_t *m, sp_buf_t *in)
 {
-    while (sp_buf_len(in)) {
+    while (sp__buf_len(in)) {
         sp__http_state_t st;
-        size_t used = sp__http_req_feed(m, sp_buf_data(in), sp_buf_len(in), &st);
+        size_t used = sp__http_req_feed(m, sp__buf_data(in), sp__buf_len(in), &st);
         sp_buf_consume(in, used);
         if (st == SP__HTTP_FAILED)
             return m->error == 413 ? -EMSGSIZE : -EPROTO;
@@ -193,7 +193,7 @@ static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
         else
             rc = n < 0 ? (int)n : at_eof(m);
     }
-    if (sp_buf_len(&in)) /* bytes after the answer: the connection is confused */
+    if (sp__buf_len(&in)) /* bytes after the answer: the connection is confused */
         m->keep_alive = false;
     sp_buf_free(&in);
     return rc;
@@ -203,7 +203,7 @@ static int exchange(const sp_http_client_t *c, int fd, const sp_buf_t *req,
                     const sp_http_client_request_t *rq, sp_http_request_t *m, bool *answered)
 {
     sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_ms};
-    struct iovec v[2] = {{sp_buf_data(req), sp_buf_len(req)}, {(void *)rq->body, rq->body_len}};
+    struct iovec v[2] = {{sp__buf_data(req), sp__buf_len(req)}, {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
     sp_buf_free(&o.buf);
     return rc < 0 ? rc : read_answer(c, fd, m, answered);

@@ -115,7 +115,7 @@ static ssize_t read_idle(sp__http_conn_t *c, uint64_t deadline)
 static int parse_buffered(sp__http_conn_t *c)
 {
     sp__http_state_t st;
-    size_t used = sp__http_req_feed(&c->req, sp_buf_data(&c->in), sp_buf_len(&c->in), &st);
+    size_t used = sp__http_req_feed(&c->req, sp__buf_data(&c->in), sp__buf_len(&c->in), &st);
     sp_buf_consume(&c->in, used);
     return st == SP__HTTP_DONE ? 0 : st == SP__HTTP_FAILED ? c->req.error : 1;
 }
@@ -128,7 +128,7 @@ static int maybe_continue(sp__http_conn_t *c)
     if (!c->req.expect_continue || c->continued)
         return 0;
     c->continued = true;
-    return sp_buf_append(&c->out.buf, msg, sizeof msg - 1);
+    return sp__buf_append(&c->out.buf, msg, sizeof msg - 1);
 }
 
 /* Read until one request is complete. 0, CLOSE, or an error status. */
@@ -138,7 +138,7 @@ static int read_request(sp__http_conn_t *c, bool first)
     bool begun = false;
     uint64_t header_deadline = 0; /* set at the first wait */
     for (;;) {
-        if (sp_buf_len(&c->in)) {
+        if (sp__buf_len(&c->in)) {
             if (!begun && c->srv->access)
                 c->start_ns = sp_now_ns();
             begun = true;
@@ -281,7 +281,7 @@ static void serve_requests(sp__http_conn_t *c)
             break;
     }
     sp__http_out_flush(&c->out, NULL, 0);
-    if (sp_buf_len(&c->in)) /* pipelined requests after a close */
+    if (sp__buf_len(&c->in)) /* pipelined requests after a close */
         linger(c);
 }
 

@@ -52,7 +52,7 @@ static int wait_writable(const sp__http_out_t *o)
 
 ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool *drained)
 {
-    char *dst = sp_buf_reserve(in, size);
+    char *dst = sp__buf_reserve(in, size);
     if (!dst)
         return -ENOMEM;
     for (;;) {
@@ -97,8 +97,8 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
 {
     struct iovec vec[MAX_IOV];
     int cnt = 0;
-    if (sp_buf_len(&o->buf))
-        vec[cnt++] = (struct iovec){sp_buf_data(&o->buf), sp_buf_len(&o->buf)};
+    if (sp__buf_len(&o->buf))
+        vec[cnt++] = (struct iovec){sp__buf_data(&o->buf), sp__buf_len(&o->buf)};
     for (int i = 0; i < n && cnt < MAX_IOV; i++)
         if (extra[i].iov_len)
             vec[cnt++] = extra[i];

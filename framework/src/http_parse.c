@@ -34,7 +34,7 @@ static int fail(sp_http_request_t *r, int status)
 
 static int text_add(sp_http_request_t *r, const char *p, size_t n)
 {
-    return sp_buf_append(&r->text, p, n) < 0 ? fail(r, 500) : 0;
+    return sp__buf_append(&r->text, p, n) < 0 ? fail(r, 500) : 0;
 }
 
 /* End the token being collected with a NUL. */
@@ -73,7 +73,7 @@ static int new_header(sp_http_request_t *r)
     /* The target or the previous value ends here. */
     if (text_end(r) < 0)
         return -1;
-    if (sp__http_kv_push(r, sp_buf_len(&r->text), 0) < 0)
+    if (sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0)
         return fail(r, 500);
     r->nheaders++;
     r->header_bytes += 4; /* ": " and CRLF, as on the wire */
@@ -105,7 +105,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     if (r->last != SP__LAST_VALUE) {
         if (text_end(r) < 0) /* the name ends */
             return -1;
-        r->kv[r->nheaders - 1].value = sp_buf_len(&r->text);
+        r->kv[r->nheaders - 1].value = sp__buf_len(&r->text);
         r->last = SP__LAST_VALUE;
     }
     return text_add(r, at, n);
@@ -130,7 +130,7 @@ static sp_http_method_t method_of(unsigned m)
 /* Values lose their trailing blanks (http-parser drops the leading ones). */
 static void trim_values(sp_http_request_t *r)
 {
-    char *base = sp_buf_data(&r->text);
+    char *base = sp__buf_data(&r->text);
     for (size_t i = 0; i < r->nheaders; i++) {
         char *v = base + r->kv[i].value;
         size_t n = strlen(v);
@@ -226,9 +226,9 @@ static int on_headers_complete(http_parser *p)
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     sp_http_request_t *r = req_of(p);
-    if (sp_buf_len(&r->body) + n > r->opts->max_body)
+    if (sp__buf_len(&r->body) + n > r->opts->max_body)
         return fail(r, 413);
-    return sp_buf_append(&r->body, at, n) < 0 ? fail(r, 500) : 0;
+    return sp__buf_append(&r->body, at, n) < 0 ? fail(r, 500) : 0;
 }
 
 static int on_message_complete(http_parser *p)

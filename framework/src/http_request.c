@@ -10,7 +10,7 @@
 
 const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
 {
-    return sp_buf_data(&r->text) + off;
+    return sp__buf_data(&r->text) + off;
 }
 
 /* RFC 7230 tchar: visible ASCII but the separators "(),/:;<=>?@[\]{}.
@@ -69,14 +69,14 @@ static ssize_t copy(sp_http_request_t *r, size_t off, size_t n);
 
 static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
 {
-    const char *raw = sp_buf_data(&r->text) + off;
+    const char *raw = sp__buf_data(&r->text) + off;
     if (!memchr(raw, '%', n) && !(plus && memchr(raw, '+', n)) &&
         !memchr(raw, '\0', n))
         return copy(r, off, n); /* nothing to decode: the common case */
-    char *dst = sp_buf_reserve(&r->text, n + 1);
+    char *dst = sp__buf_reserve(&r->text, n + 1);
     if (!dst)
         return -1;
-    const char *src = sp_buf_data(&r->text) + off; /* after the reserve */
+    const char *src = sp__buf_data(&r->text) + off; /* after the reserve */
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         char c = src[i];
@@ -95,7 +95,7 @@ static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
         dst[k++] = c;
     }
     dst[k++] = '\0';
-    ssize_t at = (ssize_t)sp_buf_len(&r->text);
+    ssize_t at = (ssize_t)sp__buf_len(&r->text);
     sp_buf_commit(&r->text, k);
     return at;
 }
@@ -103,12 +103,12 @@ static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
 /* Copy text[off, off+n) onto the end, NUL-terminated. */
 static ssize_t copy(sp_http_request_t *r, size_t off, size_t n)
 {
-    char *dst = sp_buf_reserve(&r->text, n + 1);
+    char *dst = sp__buf_reserve(&r->text, n + 1);
     if (!dst)
         return -1;
-    memcpy(dst, sp_buf_data(&r->text) + off, n);
+    memcpy(dst, sp__buf_data(&r->text) + off, n);
     dst[n] = '\0';
-    ssize_t at = (ssize_t)sp_buf_len(&r->text);
+    ssize_t at = (ssize_t)sp__buf_len(&r->text);
     sp_buf_commit(&r->text, n + 1);
     return at;
 }
@@ -269,8 +269,8 @@ int sp_http_request_header_at(const sp_http_request_t *req, size_t i,
 
 const void *sp_http_request_body(const sp_http_request_t *req, size_t *len)
 {
-    *len = sp_buf_len(&req->body);
-    return *len ? sp_buf_data(&req->body) : "";
+    *len = sp__buf_len(&req->body);
+    return *len ? sp__buf_data(&req->body) : "";
 }
 
 int sp_http_request_version(const sp_http_request_t *req)

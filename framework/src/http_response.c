@@ -179,7 +179,7 @@ int sp_http_response_add_header(sp_http_response_t *res, const char *name,
     bool is_length = n == 14 && sp__http_named(name, "content-length");
     if (is_length && (res->has_length || parse_length(value, &res->length) < 0))
         return -EINVAL;
-    char *dst = sp_buf_reserve(&res->head, n + v + 4);
+    char *dst = sp__buf_reserve(&res->head, n + v + 4);
     if (!dst)
         return -ENOMEM;
     memcpy(dst, name, n);
@@ -195,8 +195,8 @@ int sp_http_response_add_header(sp_http_response_t *res, const char *name,
 static void remove_header(sp_http_response_t *res, const char *name)
 {
     size_t n = strlen(name);
-    char *p = sp_buf_data(&res->head);
-    size_t len = sp_buf_len(&res->head), keep = 0;
+    char *p = sp__buf_data(&res->head);
+    size_t len = sp__buf_len(&res->head), keep = 0;
     for (size_t i = 0; i < len;) {
         const char *eol = memchr(p + i, '\n', len - i);
         size_t line = (size_t)(eol - (p + i)) + 1;
@@ -229,14 +229,14 @@ int sp_http_response_set_body(sp_http_response_t *res, const void *p, size_t n)
     if (res->started)
         return -EALREADY;
     sp_buf_clear(&res->body);
-    return n ? sp_buf_append(&res->body, p, n) : 0;
+    return n ? sp__buf_append(&res->body, p, n) : 0;
 }
 
 int sp_http_response_append(sp_http_response_t *res, const void *p, size_t n)
 {
     if (res->started)
         return -EALREADY;
-    return n ? sp_buf_append(&res->body, p, n) : 0;
+    return n ? sp__buf_append(&res->body, p, n) : 0;
 }
 
 int sp_http_response_error(sp_http_response_t *res, int status, const char *name,
@@ -297,8 +297,8 @@ static char *put_status_line(char *p, int status)
  * into the output buffer. */
 static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
 {
-    size_t server = strlen(res->server_line), user = sp_buf_len(&res->head);
-    char *p = sp_buf_reserve(&res->out->buf, 200 + server + user);
+    size_t server = strlen(res->server_line), user = sp__buf_len(&res->head);
+    char *p = sp__buf_reserve(&res->out->buf, 200 + server + user);
     if (!p)
         return -ENOMEM;
     char *start = p;
@@ -307,7 +307,7 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     p = PUT_LIT(p, "Date: ");
     sp__http_date_now(p);
     p = PUT_LIT(p + SP__HTTP_DATE_LEN, "\r\n");
-    p = put(p, sp_buf_data(&res->head), user);
+    p = put(p, sp__buf_data(&res->head), user);
     if (how == BY_LENGTH && !res->has_length) {
         p = PUT_LIT(p, "Content-Length: ");
         p = PUT_LIT(put_u64(p, len), "\r\n");
@@ -344,9 +344,9 @@ static int emit(sp_http_response_t *res, const void *p, size_t n)
     if (n > COPY_MAX)
         return sp__http_out_flush(res->out, v, 3);
     for (int i = 0; i < 3; i++)
-        if (v[i].iov_len && sp_buf_append(&res->out->buf, v[i].iov_base, v[i].iov_len) < 0)
+        if (v[i].iov_len && sp__buf_append(&res->out->buf, v[i].iov_base, v[i].iov_len) < 0)
             return -ENOMEM;
-    if (sp_buf_len(&res->out->buf) >= FLUSH_AT)
+    if (sp__buf_len(&res->out->buf) >= FLUSH_AT)
         return sp__http_out_flush(res->out, NULL, 0);
     return 0;
 }
@@ -362,7 +362,7 @@ static int start_stream(sp_http_response_t *res)
         return rc;
     res->started = true;
     res->chunked = how == BY_CHUNKS;
-    rc = emit(res, sp_buf_data(&res->body), sp_buf_len(&res->body));
+    rc = emit(res, sp__buf_data(&res->body), sp__buf_len(&res->body));
     sp_buf_clear(&res->body);
     return rc;
 }
@@ -399,7 +399,7 @@ int sp_http_response_sendfile(sp_http_response_t *res, int file_fd, off_t offset
 {
     if (res->started)
         return -EALREADY;
-    if (sp_buf_len(&res->body) || (res->has_length && res->length != len))
+    if (sp__buf_len(&res->body) || (res->has_length && res->length != len))
         return -EINVAL;
     framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
     int rc = put_head(res, how, len);
@@ -420,7 +420,7 @@ int sp_http_response_sendfile(sp_http_response_t *res, int file_fd, off_t offset
  * that does not match the body is a handler bug: 500. */
 static bool finish_buffered(sp_http_response_t *res)
 {
-    size_t n = sp_buf_len(&res->body);
+    size_t n = sp__buf_len(&res->body);
     if (res->has_length && !res->head_only && res->length != n &&
         !has_no_body(res->status))
         sp_http_response_error(res, 500, NULL, NULL);
@@ -428,9 +428,9 @@ static bool finish_buffered(sp_http_response_t *res)
     if (put_head(res, how, n) < 0)
         return false;
     res->started = true;
-    if (emit(res, sp_buf_data(&res->body), n) < 0)
+    if (emit(res, sp__buf_data(&res->body), n) < 0)
         return false;
-    return sp_buf_len(&res->out->buf) < FLUSH_AT ||
+    return sp__buf_len(&res->out->buf) < FLUSH_AT ||
            sp__http_out_flush(res->out, NULL, 0) == 0;
 }
 
@@ -442,7 +442,7 @@ bool sp__http_res_finish(sp_http_response_t *res)
         return false;
     bool body = !res->head_only && !has_no_body(res->status);
     if (body && res->chunked)
-        return sp_buf_append(&res->out->buf, "0\r\n\r\n", 5) == 0;
+        return sp__buf_append(&res->out->buf, "0\r\n\r\n", 5) == 0;
     /* A fixed length the handler did not fill: the client would wait for
      * the rest; closing tells it the body is cut short. */
     return !(body && res->has_length && res->sent != res->length);

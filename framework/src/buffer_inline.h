@@ -1,0 +1,36 @@
+/* Internal: the byte buffer's hot operations, inlined for the framework's
+ * own protocol code (the HTTP layer uses them a dozen times per request,
+ * and a call each costs more than the work). Same meaning as sp_buf_data,
+ * sp_buf_len, sp_buf_reserve and sp_buf_append; the slow paths are those. */
+#ifndef SP_BUFFER_INLINE_H
+#define SP_BUFFER_INLINE_H
+
+#include <string.h>
+
+#include "spindle/buffer.h"
+
+static inline char *sp__buf_data(const sp_buf_t *b)
+{
+    return b->data + b->start;
+}
+
+static inline size_t sp__buf_len(const sp_buf_t *b)
+{
+    return b->end - b->start;
+}
+
+static inline char *sp__buf_reserve(sp_buf_t *b, size_t n)
+{
+    return b->data && b->cap - b->end >= n ? b->data + b->end : sp_buf_reserve(b, n);
+}
+
+static inline int sp__buf_append(sp_buf_t *b, const void *p, size_t n)
+{
+    if (!b->data || b->cap - b->end < n)
+        return sp_buf_append(b, p, n);
+    memcpy(b->data + b->end, p, n);
+    b->end += n;
+    return 0;
+}
+
+#endif
