@@ -127,16 +127,12 @@ static sp_http_method_t method_of(unsigned m)
     }
 }
 
-/* Values lose their trailing blanks (http-parser drops the leading ones). */
-static void trim_values(sp_http_request_t *r)
+/* A value loses its trailing blanks (http-parser drops the leading ones). */
+static void trim_value(char *v)
 {
-    char *base = sp__buf_data(&r->text);
-    for (size_t i = 0; i < r->nheaders; i++) {
-        char *v = base + r->kv[i].value;
-        size_t n = strlen(v);
-        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-            v[--n] = '\0';
-    }
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        v[--n] = '\0';
 }
 
 static bool all_digits(const char *s)
@@ -149,17 +145,20 @@ static bool all_digits(const char *s)
     return true;
 }
 
-/* Request smuggling defences, on the raw header lines: http-parser 2.9.4
- * lets some of these through. A message whose length two parties could
- * read differently is refused: several Content-Length lines (even equal
- * ones), Content-Length with Transfer-Encoding, several Transfer-Encoding
- * lines or any coding but a lone "chunked". HTTP/1.1 needs one Host. */
-static int check_framing(sp_http_request_t *r)
+/* One pass over the header lines: trim the values, note Expect, and the
+ * request smuggling defences (http-parser 2.9.4 lets some of these
+ * through). A message whose length two parties could read differently is
+ * refused: several Content-Length lines (even equal ones), Content-Length
+ * with Transfer-Encoding, several Transfer-Encoding lines or any coding but
+ * a lone "chunked". HTTP/1.1 needs one Host. */
+static int check_headers(sp_http_request_t *r)
 {
     int cl = 0, te = 0, host = 0;
+    char *base = sp__buf_data(&r->text);
     for (size_t i = 0; i < r->nheaders; i++) {
-        const char *name = sp__http_req_str(r, r->kv[i].name);
-        const char *value = sp__http_req_str(r, r->kv[i].value);
+        const char *name = base + r->kv[i].name;
+        char *value = base + r->kv[i].value;
+        trim_value(value);
         size_t n = sp__http_token_len(name);
         if (!n)
             return 400; /* "Content Length" must not pass as some header */
@@ -171,17 +170,13 @@ static int check_framing(sp_http_request_t *r)
                 return 400;
         } else if (n == 4 && sp__http_named(name, "host")) {
             host++;
+        } else if (n == 6 && sp__http_named(name, "expect")) {
+            r->expect_continue = r->version == 11 && !strcasecmp(value, "100-continue");
         }
     }
     if ((cl && te) || host > 1 || (r->version == 11 && host == 0))
         return 400;
     return 0;
-}
-
-static bool wants_continue(const sp_http_request_t *r)
-{
-    const char *e = sp_http_request_header(r, "expect");
-    return e && r->version == 11 && !strcasecmp(e, "100-continue");
 }
 
 /* The client's side: a response's headers. Returning 1 tells http-parser
@@ -201,14 +196,16 @@ static int on_headers_complete(http_parser *p)
     sp_http_request_t *r = req_of(p);
     if (text_end(r) < 0) /* the last value, or the target */
         return -1;
-    trim_values(r);
     r->version = p->http_major == 1 && p->http_minor == 0 ? 10 : 11;
-    if (p->type == HTTP_RESPONSE)
+    if (p->type == HTTP_RESPONSE) {
+        for (size_t i = 0; i < r->nheaders; i++)
+            trim_value(sp__buf_data(&r->text) + r->kv[i].value);
         return response_headers_complete(r, p);
+    }
     r->method = method_of(p->method);
     if (p->http_major != 1)
         return fail(r, 505); /* HTTP/0.9 or 2.0 in HTTP/1 syntax */
-    int status = check_framing(r);
+    int status = check_headers(r);
     if (!status)
         status = sp__http_req_decode_target(r);
     if (status)
@@ -218,7 +215,6 @@ static int on_headers_complete(http_parser *p)
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
         return fail(r, 413);
     r->keep_alive = http_should_keep_alive(p);
-    r->expect_continue = wants_continue(r);
     r->headers_done = true;
     return 0;
 }
