@@ -127,7 +127,7 @@ static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
         pthread_mutex_unlock(&w->lock);
         return -EAGAIN;
     }
-    t.seq = w->seq++;
+    t.seq = atomic_fetch_add_explicit(&w->seq, 1, memory_order_relaxed);
     t.bound = bound;
     sp_run_queue_t *q = bound ? &w->bound : &w->shared;
     int rc = sp__rq_push(q, &t);
@@ -152,14 +152,17 @@ static int enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
 /* Pop the oldest task of either queue of w. */
 static bool take_local(sp_worker_t *w, sp_task_t *out)
 {
+    const sp_task_t *l = sp__rq_peek(&w->local);
     if (!atomic_load_explicit(&w->n_shared, memory_order_relaxed) &&
         !atomic_load_explicit(&w->n_bound, memory_order_relaxed))
-        return false;
+        return l && sp__rq_pop(&w->local, out);
     pthread_mutex_lock(&w->lock);
     const sp_task_t *a = sp__rq_peek(&w->shared);
     const sp_task_t *b = sp__rq_peek(&w->bound);
     bool ok = false;
-    if (a && (!b || a->seq < b->seq)) {
+    if (l && (!a || l->seq < a->seq) && (!b || l->seq < b->seq)) {
+        ok = sp__rq_pop(&w->local, out);
+    } else if (a && (!b || a->seq < b->seq)) {
         ok = sp__rq_pop(&w->shared, out);
         atomic_store_explicit(&w->n_shared, w->shared.count,
                               memory_order_relaxed);
@@ -267,7 +270,7 @@ static bool rescue(sp_worker_t *w, sp_task_t *out)
 
 static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
 {
-    if (atomic_load(&w->n_bound))
+    if (w->local.count || atomic_load(&w->n_bound))
         return true;
     int nl = sp__sched_nlive(s);
     for (int i = 0; i < nl; i++) {
@@ -412,8 +415,16 @@ static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
 {
     int target = f->bound >= 0 ? f->bound : f->last_worker;
     sp_worker_t *w = &s->workers[target];
-    if (sp__thread()->worker == w && w->collecting && collect(w, f))
-        return;
+    if (sp__thread()->worker == w) {
+        if (w->collecting && collect(w, f))
+            return;
+        /* Our own wake: the unlocked queue, unless the monitor may have
+         * other workers take this worker's started fibers. */
+        sp_task_t t = {.fiber = f, .bound = true,
+                       .seq = atomic_fetch_add_explicit(&w->seq, 1, memory_order_relaxed)};
+        if (!s->migrate_stuck && sp__rq_push(&w->local, &t) == 0)
+            return;
+    }
     sp_task_t t = {.fiber = f};
     if (enqueue(s, target, &t, true) != 0)
         abort(); /* out of memory while holding a live fiber */
@@ -503,7 +514,7 @@ static bool try_leave(sp_worker_t *w)
     if (w->owned - atomic_load(&w->migrated_out) > 0)
         return false;
     pthread_mutex_lock(&w->lock);
-    bool empty = !w->shared.count && !w->bound.count;
+    bool empty = !w->shared.count && !w->bound.count && !w->local.count;
     if (empty)
         w->gone = true;
     pthread_mutex_unlock(&w->lock);
@@ -536,7 +547,8 @@ static void worker_loop(sp_worker_t *w)
                 w->since_tick = 0;
                 poll_events(w, w->s->ops.tick);
                 run_woken(w);
-                size_t queued = atomic_load(&w->n_shared) + atomic_load(&w->n_bound);
+                size_t queued = atomic_load(&w->n_shared) +
+                                atomic_load(&w->n_bound) + w->local.count;
                 w->tick_every = queued > SP_TICK_TASKS ? (unsigned)queued : SP_TICK_TASKS;
             }
             continue;
@@ -610,6 +622,7 @@ static int alloc_workers(sp_scheduler_t *s, int cap)
         pthread_cond_init(&w->sleep_cond, NULL);
         sp__rq_init(&w->shared);
         sp__rq_init(&w->bound);
+        sp__rq_init(&w->local);
         w->s = s;
         w->index = i;
         w->tick_every = SP_TICK_TASKS;
@@ -674,6 +687,7 @@ void sp__sched_fini(sp_scheduler_t *s)
         pthread_cond_destroy(&w->sleep_cond);
         sp__rq_fini(&w->shared);
         sp__rq_fini(&w->bound);
+        sp__rq_fini(&w->local);
         sp_fiber_destroy(w->loop_fiber);
     }
     free(s->workers);
@@ -920,9 +934,21 @@ void sp__waiter_promise(sp_waiter_t *w, int result)
         w->result = result;
 }
 
+/* True on the thread of the worker f runs on: f cannot run meanwhile. */
+static bool on_home_worker(const struct sp_fiber *f)
+{
+    int target = f->bound >= 0 ? f->bound : f->last_worker;
+    return target >= 0 && &f->sched->workers[target] == sp__thread()->worker;
+}
+
 void sp__waiter_deliver(sp_waiter_t *w, bool wake)
 {
     struct sp_fiber *f = w->fiber;
+    if (wake && on_home_worker(f)) { /* no pins: f cannot run before we are done */
+        atomic_fetch_add(&w->delivered, 1);
+        sp_wake(f);
+        return;
+    }
     if (wake) /* the fiber may return and finish once we mark delivery */
         atomic_fetch_add(&f->pins, 1);
     atomic_fetch_add(&w->delivered, 1); /* last touch of w */
@@ -940,8 +966,7 @@ struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w)
     atomic_fetch_add(&w->delivered, 1);
     if (!wake_claim(f))
         return NULL;
-    int target = f->bound >= 0 ? f->bound : f->last_worker;
-    if (&f->sched->workers[target] == sp__thread()->worker)
+    if (on_home_worker(f))
         return f;
     requeue(f->sched, f);
     return NULL;

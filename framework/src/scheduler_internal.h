@@ -35,7 +35,10 @@ typedef struct sp_worker {
     _Alignas(64) pthread_mutex_t lock; /* guards both queues and seq */
     sp_run_queue_t shared;             /* unbound: others may steal */
     sp_run_queue_t bound;              /* bound here: never stolen */
-    uint64_t seq;
+    _Atomic uint64_t seq; /* numbers entries of all three queues */
+    /* Owner only, no lock: fibers this worker woke itself (a channel, a
+     * mutex, a yield), in the same order as the locked queues. */
+    sp_run_queue_t local;
     _Atomic size_t n_shared, n_bound; /* lock-free peeks for idle checks */
     _Atomic int idle;                  /* 1 while in (or entering) idle */
     /* Base idle: a binary semaphore. */
