@@ -33,7 +33,8 @@ sp__asm_ctx_swap_cold:
     prefetcht0 960(%rsi)
     .cfi_endproc
     .size sp__asm_ctx_swap_cold, .-sp__asm_ctx_swap_cold
-    /* falls through */
+    /* falls through (the padding is executed as no-ops) */
+    .p2align 4
 
     .globl sp__asm_ctx_swap
     .type sp__asm_ctx_swap, @function
@@ -48,17 +49,11 @@ sp__asm_ctx_swap:
     subq $8, %rsp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
-    movl (%rsp), %eax
-    movzwl 4(%rsp), %ecx
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    /* Loading MXCSR or the x87 control word costs tens of cycles (fldcw
-     * is microcoded): load only what differs from the values in force. */
-    cmpl (%rsp), %eax
-    jne 2f
-1:  cmpw 4(%rsp), %cx
-    jne 3f
-4:  addq $8, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -69,10 +64,6 @@ sp__asm_ctx_swap:
      * the context we left and miss on every switch. */
     popq %r8
     jmp *%r8
-2:  ldmxcsr (%rsp)
-    jmp 1b
-3:  fldcw 4(%rsp)
-    jmp 4b
     .cfi_endproc
     .size sp__asm_ctx_swap, .-sp__asm_ctx_swap
 
