@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <spindle/iomanager.h>
 #include <spindle/log.h>
 #include <spindle/scheduler.h>
+#include <spindle/timer.h>
 
 #include "testutil.h"
 
@@ -79,6 +81,8 @@ static _Atomic int jobs_done, pinned_started, pinned_done, target;
 static int done_at_return, pinned_at_return;
 static char got;
 
+static bool has_returned(void) { return atomic_load(&blocker_returned); }
+
 static void job_finished(void)
 {
     if (atomic_fetch_add(&jobs_done, 1) + 1 == atomic_load(&target)) {
@@ -111,6 +115,17 @@ static void busy(void *arg)
         sp_yield();
 }
 
+/* A blocking read the hooks never see: the worker thread is stuck until
+ * job_finished (or the test's time limit) writes the pipe. */
+static void block_worker(void)
+{
+    ck_assert_int_eq(syscall(SYS_read, fds[0], &got, 1), 1);
+    done_at_return = atomic_load(&jobs_done);
+    pinned_at_return = atomic_load(&pinned_done);
+    atomic_store(&all_done, 1);
+    atomic_store(&blocker_returned, 1);
+}
+
 static void blocker(void *arg)
 {
     int npinned = (int)(long)arg;
@@ -120,16 +135,19 @@ static void blocker(void *arg)
     ck_assert_int_eq(atomic_load(&pinned_started), npinned);
     for (int i = 0; i < NJOBS; i++) /* local-first: onto our own queue */
         ck_assert_int_eq(sp_schedule(sched, job, NULL, SP_ANY_WORKER), 0);
-    /* A blocking read the hooks never see: the worker thread is stuck. */
-    ck_assert_int_eq(syscall(SYS_read, fds[0], &got, 1), 1);
-    done_at_return = atomic_load(&jobs_done);
-    pinned_at_return = atomic_load(&pinned_done);
-    atomic_store(&all_done, 1);
-    atomic_store(&blocker_returned, 1);
+    block_worker();
+}
+
+/* Ends the blocked read with 'T' if it did not end by itself in time. */
+static void unblock_after_limit(void)
+{
+    if (!wait_for(has_returned, LIMIT_MS)) {
+        char c = 'T';
+        ck_assert_int_eq(write(fds[1], &c, 1), 1);
+    }
 }
 
 static bool is_busy_running(void) { return atomic_load(&busy_running); }
-static bool has_returned(void) { return atomic_load(&blocker_returned); }
 
 /* Runs the scenario on an IOManager with 2 workers; returns the blocker's
  * fiber id. The blocked read ends with 'Y' once the jobs (and with
@@ -149,10 +167,7 @@ static uint64_t run_blocked(bool migrate)
     sp_fiber_t *b = sp_fiber_create(blocker, (void *)(long)NPINNED, 0, "blocker");
     uint64_t id = sp_fiber_id(b);
     ck_assert_int_eq(sp_schedule_fiber(sched, b, 0), 0);
-    if (!wait_for(has_returned, LIMIT_MS)) {
-        char c = 'T';
-        ck_assert_int_eq(write(fds[1], &c, 1), 1);
-    }
+    unblock_after_limit();
     ck_assert_int_eq(sp_iomanager_stop(io), 0);
     ck_assert_int_eq(atomic_load(&pinned_done), NPINNED);
     sp_monitor_stats_t st;
@@ -239,24 +254,29 @@ static bool shrunk_back(void)
     return st.shrunk == 1 && st.threads == 1;
 }
 
+/* With `sched` (one base worker) created: grow up to 2 workers, start,
+ * block worker 0 in fn's raw read and wait (bounded) until the jobs fn
+ * queued behind it ended the read. */
+static void block_and_grow(sp_fiber_fn fn)
+{
+    sp_monitor_opts_t o = {.stall_us = STALL_US, .max_threads = 2,
+                           .shrink_after_us = 100000};
+    ck_assert_int_eq(sp_scheduler_set_monitor(sched, &o), 0);
+    ck_assert_int_eq(sp_scheduler_start(sched), 0);
+    sp_fiber_t *b = sp_fiber_create(fn, NULL, 0, "blocker");
+    ck_assert_int_eq(sp_schedule_fiber(sched, b, 0), 0);
+    unblock_after_limit();
+    /* The only base worker was stuck: an extra one ran the jobs. */
+    ck_assert_int_eq(got, 'Y');
+}
+
 START_TEST(grows_while_stuck_and_shrinks_back)
 {
     capture_monitor_log();
     ck_assert_int_eq(pipe(fds), 0);
     atomic_store(&target, NJOBS);
     sched = sp_scheduler_create("grow", 1, false);
-    sp_monitor_opts_t o = {.stall_us = STALL_US, .max_threads = 2,
-                           .shrink_after_us = 100000};
-    ck_assert_int_eq(sp_scheduler_set_monitor(sched, &o), 0);
-    ck_assert_int_eq(sp_scheduler_start(sched), 0);
-    sp_fiber_t *b = sp_fiber_create(blocker, NULL, 0, "blocker");
-    ck_assert_int_eq(sp_schedule_fiber(sched, b, 0), 0);
-    if (!wait_for(has_returned, LIMIT_MS)) {
-        char c = 'T';
-        ck_assert_int_eq(write(fds[1], &c, 1), 1);
-    }
-    /* The only base worker was stuck: an extra one ran the jobs. */
-    ck_assert_int_eq(got, 'Y');
+    block_and_grow(blocker);
     ck_assert_int_eq(done_at_return, NJOBS);
     ck_assert(wait_for(shrunk_back, LIMIT_MS));
     /* Back to one worker, and work still runs. */
@@ -273,6 +293,96 @@ START_TEST(grows_while_stuck_and_shrinks_back)
     ck_assert_uint_eq(st.grown, 1);
     ck_assert_uint_eq(st.shrunk, 1);
     sp_scheduler_destroy(sched);
+    sp_log_flush();
+    ck_assert_msg(log_has("started extra worker 1"), "log: %s", log_text);
+    ck_assert_msg(log_has("extra worker 1 retired"), "log: %s", log_text);
+}
+END_TEST
+
+/* ---- growth and shrink on an IOManager ------------------------------------ */
+
+enum { NPINGS = 20 };
+
+/* A ping through the hooks on a blocking socketpair: each side waits on
+ * its fd (an fd wait on the worker it runs on) for the other's byte. */
+typedef struct ping {
+    int fd[2];
+    bool keep; /* the test's pair: stays open, its watches idle */
+} ping_t;
+
+static ping_t pings[NPINGS];
+static _Atomic int pings_on_extra;
+
+static void pong(void *arg)
+{
+    ping_t *p = arg;
+    char c = 'p';
+    ck_assert_int_eq(write(p->fd[1], &c, 1), 1);
+    ck_assert_int_eq(read(p->fd[1], &c, 1), 1);
+    ck_assert_int_eq(c, 'q');
+    c = 'r';
+    ck_assert_int_eq(write(p->fd[1], &c, 1), 1);
+    if (!p->keep)
+        close(p->fd[1]);
+}
+
+static void ping(void *arg)
+{
+    ping_t *p = arg;
+    if (sp_worker_index() == 1)
+        atomic_fetch_add(&pings_on_extra, 1);
+    ck_assert_int_eq(sp_sleep_us(1000), 0); /* a timer on this worker */
+    if (!p->keep)
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, p->fd), 0);
+    ck_assert_int_eq(sp_schedule(sched, pong, p, SP_ANY_WORKER), 0);
+    char c;
+    ck_assert_int_eq(read(p->fd[0], &c, 1), 1); /* waits for pong */
+    ck_assert_int_eq(c, 'p');
+    c = 'q';
+    ck_assert_int_eq(write(p->fd[0], &c, 1), 1);
+    ck_assert_int_eq(read(p->fd[0], &c, 1), 1);
+    ck_assert_int_eq(c, 'r');
+    if (!p->keep)
+        close(p->fd[0]);
+    job_finished();
+}
+
+static void ping_blocker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NPINGS; i++) /* local-first: onto our own queue */
+        ck_assert_int_eq(sp_schedule(sched, ping, &pings[i], SP_ANY_WORKER), 0);
+    block_worker();
+}
+
+START_TEST(iomanager_grows_while_stuck_and_shrinks_back)
+{
+    capture_monitor_log();
+    ck_assert_int_eq(pipe(fds), 0);
+    atomic_store(&target, NPINGS);
+    pings[0].keep = true;
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pings[0].fd), 0);
+    sp_iomanager_t *io = sp_iomanager_create("grow-io", 1, false);
+    sched = sp_iomanager_scheduler(io);
+    block_and_grow(ping_blocker);
+    /* The extra worker ran every ping, with its own loop and heap. */
+    ck_assert_int_eq(done_at_return, NPINGS);
+    ck_assert_int_eq(atomic_load(&pings_on_extra), NPINGS);
+    /* It retires once idle, though the kept pair's watches were its. */
+    ck_assert(wait_for(shrunk_back, LIMIT_MS));
+    /* One worker again: the kept pair pings on worker 0 (new watches). */
+    atomic_store(&target, 0);
+    ck_assert_int_eq(sp_schedule(sched, ping, &pings[0], SP_ANY_WORKER), 0);
+    ck_assert_int_eq(sp_iomanager_stop(io), 0);
+    ck_assert_int_eq(atomic_load(&jobs_done), NPINGS + 1);
+    ck_assert_int_eq(atomic_load(&pings_on_extra), NPINGS);
+    sp_monitor_stats_t st;
+    sp_scheduler_monitor_stats(sched, &st);
+    ck_assert_uint_eq(st.grown, 1);
+    ck_assert_uint_eq(st.shrunk, 1);
+    sp_iomanager_destroy(io);
+    close(pings[0].fd[0]);
+    close(pings[0].fd[1]);
     sp_log_flush();
     ck_assert_msg(log_has("started extra worker 1"), "log: %s", log_text);
     ck_assert_msg(log_has("extra worker 1 retired"), "log: %s", log_text);
@@ -381,10 +491,10 @@ START_TEST(bad_configuration)
     ck_assert_int_eq(sp_scheduler_stop(s), 0);
     sp_scheduler_destroy(s);
 
+    /* An IOManager grows too; its extra slots are freed unused. */
     sp_iomanager_t *io = sp_iomanager_create("cfg-io", 1, false);
-    o = (sp_monitor_opts_t){.stall_us = 1000, .max_threads = 2};
-    ck_assert_int_eq(sp_scheduler_set_monitor(sp_iomanager_scheduler(io), &o),
-                     -ENOTSUP);
+    o = (sp_monitor_opts_t){.stall_us = 1000, .max_threads = 3};
+    ck_assert_int_eq(sp_scheduler_set_monitor(sp_iomanager_scheduler(io), &o), 0);
     sp_iomanager_destroy(io);
 
     /* Growth set up before anything is queued reallocates the slots. */
@@ -406,6 +516,7 @@ int main(void)
     tcase_add_test(tc, migrate_stuck_moves_started_fibers);
     tcase_add_test(tc, cpu_bound_fiber_reported);
     tcase_add_test(tc, grows_while_stuck_and_shrinks_back);
+    tcase_add_test(tc, iomanager_grows_while_stuck_and_shrinks_back);
     tcase_add_loop_test(tc, dispatch_placement, 0,
                         (int)(sizeof placements / sizeof placements[0]));
     tcase_add_test(tc, bad_configuration);

@@ -77,14 +77,14 @@ static bool on_owner(const sp_io_watch_t *w)
 
 static struct ev_loop *loop_of(const sp_io_watch_t *w)
 {
-    return w->iom->w[w->owner].loop;
+    return w->iom->w[w->owner]->loop;
 }
 
 /* ctx lock held. Leave w for its owner; false if the owner's worker has
  * ended (its loop is dead: the caller may act on w itself). */
 static bool inbox_push(sp_io_watch_t *w)
 {
-    iom_worker_t *x = &w->iom->w[w->owner];
+    iom_worker_t *x = w->iom->w[w->owner];
     pthread_mutex_lock(&x->inbox_lock);
     bool open = !x->gone;
     if (open) {
@@ -197,26 +197,26 @@ static sp_io_watch_t *retire(sp_io_watch_t *w, bool *kick_owner)
 
 static void track(sp_io_watch_t *w)
 {
-    sp_iomanager_t *io = w->iom;
-    pthread_mutex_lock(&io->watches_lock);
-    w->all_next = io->watches;
-    if (io->watches)
-        io->watches->all_prev = w;
-    io->watches = w;
-    pthread_mutex_unlock(&io->watches_lock);
+    iom_worker_t *x = w->iom->w[w->owner];
+    pthread_mutex_lock(&x->watches_lock);
+    w->all_next = x->watches;
+    if (x->watches)
+        x->watches->all_prev = w;
+    x->watches = w;
+    pthread_mutex_unlock(&x->watches_lock);
 }
 
 static void untrack(sp_io_watch_t *w)
 {
-    sp_iomanager_t *io = w->iom;
-    pthread_mutex_lock(&io->watches_lock);
+    iom_worker_t *x = w->iom->w[w->owner];
+    pthread_mutex_lock(&x->watches_lock);
     if (w->all_prev)
         w->all_prev->all_next = w->all_next;
     else
-        io->watches = w->all_next;
+        x->watches = w->all_next;
     if (w->all_next)
         w->all_next->all_prev = w->all_prev;
-    pthread_mutex_unlock(&io->watches_lock);
+    pthread_mutex_unlock(&x->watches_lock);
 }
 
 /* Owner thread. When the fd is being closed, let the loop look once more
@@ -238,17 +238,19 @@ static void destroy(sp_io_watch_t *w, close_ack_t *ack, bool closing)
 
 void sp__io_forget_all(sp_iomanager_t *io)
 {
-    sp_io_watch_t *w = io->watches;
-    while (w) {
-        sp_io_watch_t *next = w->all_next;
-        sp__spin_lock(&w->ctx->lock);
-        if (w->ctx->watch[w->dir] == w)
-            w->ctx->watch[w->dir] = NULL;
-        sp__spin_unlock(&w->ctx->lock);
-        free(w);
-        w = next;
+    for (int i = 0; i < io->nw; i++) {
+        sp_io_watch_t *w = io->w[i]->watches;
+        while (w) {
+            sp_io_watch_t *next = w->all_next;
+            sp__spin_lock(&w->ctx->lock);
+            if (w->ctx->watch[w->dir] == w)
+                w->ctx->watch[w->dir] = NULL;
+            sp__spin_unlock(&w->ctx->lock);
+            free(w);
+            w = next;
+        }
+        io->w[i]->watches = NULL;
     }
-    io->watches = NULL;
 }
 
 /* On the owner's thread. When its worker polls (not from inside a task),
@@ -283,16 +285,47 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 
 void sp__io_worker_gone(sp_iomanager_t *io, int worker)
 {
-    iom_worker_t *x = &io->w[worker];
+    iom_worker_t *x = io->w[worker];
     pthread_mutex_lock(&x->inbox_lock);
     x->gone = true;
     pthread_mutex_unlock(&x->inbox_lock);
     sp__io_drain_inbox(io, worker);
 }
 
+/* Once an extra worker has left, a thread that retires one of its watches
+ * finds the inbox closed and would stop the watch on that worker's loop
+ * itself, racing a later thread of the same slot; so the worker takes its
+ * idle watches off their fds first (the next wait makes a new one). Only
+ * this thread adds or frees an extra worker's watches while it runs (they
+ * are armed from its own fibers; others free them only once its inbox is
+ * closed), so the list is walked without its lock: taking it outside the
+ * fd locks would invert the order arm() uses. */
+bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
+{
+    sp_io_watch_t *drop = NULL;
+    bool armed = false;
+    for (sp_io_watch_t *w = io->w[worker]->watches; w; w = w->all_next) {
+        bool kick = false; /* stays false: retired by its owner */
+        sp__spin_lock(&w->ctx->lock);
+        if (w->waiter || w->fn || (w->queued && !w->retired)) {
+            armed = true;
+        } else if (!w->retired && retire(w, &kick)) {
+            w->next = drop;
+            drop = w;
+        }
+        sp__spin_unlock(&w->ctx->lock);
+    }
+    while (drop) {
+        sp_io_watch_t *next = drop->next;
+        destroy(drop, NULL, false);
+        drop = next;
+    }
+    return !armed;
+}
+
 void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 {
-    iom_worker_t *x = &io->w[worker];
+    iom_worker_t *x = io->w[worker];
     sp_io_watch_t *list = atomic_exchange(&x->inbox, NULL), *fifo = NULL;
     while (list) { /* the inbox is a stack: reverse into arrival order */
         sp_io_watch_t *next = list->next;
@@ -451,7 +484,7 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
     }
     sp_timer_id_t tid = 0;
     if (rc == 0 && timeout_us >= 0)
-        rc = sp__timer_add_inline(&io->w[owner].timers,
+        rc = sp__timer_add_inline(sp__iom_timer_heap(io, owner),
                                   (uint64_t)timeout_us * 1000,
                                   on_wait_timeout, &waiter.base, &tid);
     if (rc == 0) {

@@ -5,6 +5,11 @@
  * fence, then write the pipe only if the worker is idle; an idle worker
  * sets its flag, fences, then drains its inbox and reads its timers before
  * blocking.
+ *
+ * Growth (monitor.c): every slot up to the monitor's maximum exists from
+ * sp_scheduler_set_monitor on (iom_resize); an extra worker's loop is
+ * created when it first starts and kept when it retires (iom_may_leave
+ * says when it may), so nothing indexing the slots ever meets freed state.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,14 +40,14 @@ sp_scheduler_t *sp_iomanager_scheduler(sp_iomanager_t *io)
 
 sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker)
 {
-    return &io->w[worker].timers;
+    return worker >= 0 && worker < io->nw ? &io->w[worker]->timers : NULL;
 }
 
 static void tickle(sp_scheduler_t *s, int worker)
 {
     char c = 1;
     /* Raw syscalls for our own pipe: no trip through the hooks. */
-    long r = syscall(SYS_write, sp__iom_of(s)->w[worker].pipe_wr, &c, 1);
+    long r = syscall(SYS_write, sp__iom_of(s)->w[worker]->pipe_wr, &c, 1);
     (void)r; /* a full pipe already guarantees a wake-up */
 }
 
@@ -81,7 +86,7 @@ static void on_wake_timer(struct ev_loop *loop, ev_timer *t, int revents)
 static void poll_once(sp_scheduler_t *s, int worker, bool block)
 {
     sp_iomanager_t *io = sp__iom_of(s);
-    iom_worker_t *x = &io->w[worker];
+    iom_worker_t *x = io->w[worker];
     sp__io_drain_inbox(io, worker);
     int64_t next = sp__timer_heap_next(&x->timers);
     if (block && next != 0) {
@@ -116,36 +121,109 @@ static void iom_exit(sp_scheduler_t *s, int worker)
     sp__io_worker_gone(sp__iom_of(s), worker);
 }
 
-static int worker_init(iom_worker_t *x, sp_scheduler_t *s, int index)
+/* A retiring extra worker may leave only when nothing needs its loop or
+ * its heap any more (the scheduler already saw no task queued or homed
+ * there): no armed timer, no armed watch. Only its own thread adds either
+ * (timers and waits go on the caller's worker; callback events added from
+ * outside go to base workers), so none appears once it stops running
+ * tasks. */
+static bool iom_may_leave(sp_scheduler_t *s, int worker)
+{
+    sp_iomanager_t *io = sp__iom_of(s);
+    return !atomic_load(&io->w[worker]->timers.armed) &&
+           sp__io_drop_idle(io, worker);
+}
+
+/* The heap and inbox of slot `index`; no loop yet. `gone`: no thread will
+ * run it until iom_spawn. */
+static iom_worker_t *slot_new(sp_scheduler_t *s, int index, bool gone)
+{
+    iom_worker_t *x = aligned_alloc(64, (sizeof *x + 63) & ~(size_t)63);
+    if (!x)
+        return NULL;
+    memset(x, 0, sizeof *x);
+    x->pipe_rd = x->pipe_wr = -1;
+    atomic_init(&x->inbox, NULL);
+    pthread_mutex_init(&x->inbox_lock, NULL);
+    pthread_mutex_init(&x->watches_lock, NULL);
+    x->gone = gone;
+    if (sp__timer_heap_init(&x->timers, s, index) != 0) {
+        pthread_mutex_destroy(&x->inbox_lock);
+        pthread_mutex_destroy(&x->watches_lock);
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* The loop and the tickle pipe; on failure the slot is left without both,
+ * so a later attempt starts clean. */
+static int slot_open(iom_worker_t *x)
 {
     int p[2];
     if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
         return -errno;
-    x->pipe_rd = p[0];
-    x->pipe_wr = p[1];
     x->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV);
     if (!x->loop)
         x->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOENV);
-    if (!x->loop)
+    if (!x->loop) {
+        close(p[0]);
+        close(p[1]);
         return -ENOMEM;
+    }
+    x->pipe_rd = p[0];
+    x->pipe_wr = p[1];
     ev_io_init(&x->pipe_io, on_pipe, x->pipe_rd, EV_READ);
     ev_io_start(x->loop, &x->pipe_io);
     ev_init(&x->wake_timer, on_wake_timer);
-    atomic_init(&x->inbox, NULL);
-    pthread_mutex_init(&x->inbox_lock, NULL);
-    return sp__timer_heap_init(&x->timers, s, index);
+    return 0;
 }
 
-static void worker_fini(iom_worker_t *x)
+static void slot_free(iom_worker_t *x)
 {
     pthread_mutex_destroy(&x->inbox_lock);
+    pthread_mutex_destroy(&x->watches_lock);
     if (x->loop)
         ev_loop_destroy(x->loop);
-    if (x->pipe_rd > 0) {
+    if (x->pipe_rd >= 0) {
         close(x->pipe_rd);
         close(x->pipe_wr);
     }
     sp__timer_heap_fini(&x->timers);
+    free(x);
+}
+
+/* Room for `cap` workers (the monitor may grow to that many); before
+ * start, so no other thread reads io->w while it moves. */
+static int iom_resize(sp_scheduler_t *s, int cap)
+{
+    sp_iomanager_t *io = sp__iom_of(s);
+    if (cap <= io->nw)
+        return 0;
+    iom_worker_t **w = realloc(io->w, sizeof *w * (size_t)cap);
+    if (!w)
+        return -ENOMEM;
+    io->w = w;
+    for (; io->nw < cap; io->nw++)
+        if (!(io->w[io->nw] = slot_new(s, io->nw, true)))
+            return -ENOMEM;
+    return 0;
+}
+
+/* Monitor thread, before extra worker `worker` starts (and before anyone
+ * can tickle it): its loop on the first start, and an open inbox. */
+static int iom_spawn(sp_scheduler_t *s, int worker)
+{
+    iom_worker_t *x = sp__iom_of(s)->w[worker];
+    if (!x->loop) {
+        int rc = slot_open(x);
+        if (rc < 0)
+            return rc;
+    }
+    pthread_mutex_lock(&x->inbox_lock);
+    x->gone = false;
+    pthread_mutex_unlock(&x->inbox_lock);
+    return 0;
 }
 
 sp_iomanager_t *sp_iomanager_create(const char *name, int threads,
@@ -156,11 +234,9 @@ sp_iomanager_t *sp_iomanager_create(const char *name, int threads,
         errno = ENOMEM;
         return NULL;
     }
-    pthread_mutex_init(&io->watches_lock, NULL);
     int rc = sp__sched_init(&io->s, name ? name : "iomanager", threads,
                             use_caller);
     if (rc < 0) {
-        pthread_mutex_destroy(&io->watches_lock);
         free(io);
         errno = -rc;
         return NULL;
@@ -169,12 +245,16 @@ sp_iomanager_t *sp_iomanager_create(const char *name, int threads,
     io->s.ops.tickle = tickle;
     io->s.ops.tick = iom_tick;
     io->s.ops.exit = iom_exit;
+    io->s.ops.resize = iom_resize;
+    io->s.ops.spawn = iom_spawn;
+    io->s.ops.may_leave = iom_may_leave;
     io->s.has_io = true;
     sp__hook_connect();
-    io->w = calloc((size_t)threads, sizeof *io->w);
-    rc = io->w ? 0 : -ENOMEM;
-    for (int i = 0; i < threads && rc == 0; i++)
-        rc = worker_init(&io->w[i], &io->s, i);
+    rc = iom_resize(&io->s, threads);
+    for (int i = 0; i < threads && rc == 0; i++) {
+        io->w[i]->gone = false; /* base workers run from start to stop */
+        rc = slot_open(io->w[i]);
+    }
     if (rc < 0) {
         sp_iomanager_destroy(io);
         errno = -rc;
@@ -198,9 +278,8 @@ void sp_iomanager_destroy(sp_iomanager_t *io)
     if (!io)
         return;
     sp__io_forget_all(io);
-    pthread_mutex_destroy(&io->watches_lock);
-    for (int i = 0; io->w && i < io->s.nworkers; i++)
-        worker_fini(&io->w[i]);
+    for (int i = 0; i < io->nw; i++)
+        slot_free(io->w[i]);
     free(io->w);
     sp__monitor_free(&io->s);
     sp__sched_fini(&io->s);

@@ -13,22 +13,32 @@
 
 struct sp_io_watch;
 
+/* One worker slot. Slots are allocated separately and never move: other
+ * threads reach a slot by index (kicks, timer ids, watch owners) at any
+ * time, and libev keeps pointers to the watchers embedded here. A slot for
+ * an extra worker (monitor growth) gets its heap and inbox when the slots
+ * are sized and its loop and pipe when its first thread starts; all of it
+ * lives until the IOManager is destroyed, so a stale timer id or a late
+ * tickle of a retired extra still lands on live memory. */
 typedef struct iom_worker {
-    struct ev_loop *loop;
-    int pipe_rd, pipe_wr;
+    struct ev_loop *loop; /* NULL until the slot's first thread */
+    int pipe_rd, pipe_wr; /* -1 until then */
     ev_io pipe_io;
     ev_timer wake_timer;
     _Atomic(struct sp_io_watch *) inbox; /* watches for the owner to act on */
     pthread_mutex_t inbox_lock;          /* pushes versus the worker ending */
-    bool gone;                           /* the worker has ended: no inbox */
+    bool gone;                           /* no thread runs it: no inbox */
     sp_timer_heap_t timers;
+    /* The watches it owns, to drop the idle ones when an extra retires and
+     * to free them all at the end. */
+    pthread_mutex_t watches_lock;
+    struct sp_io_watch *watches;
 } iom_worker_t;
 
 struct sp_iomanager {
     sp_scheduler_t s; /* first: an IOManager is a scheduler */
-    iom_worker_t *w;
-    pthread_mutex_t watches_lock;
-    struct sp_io_watch *watches; /* every watch, to free them at the end */
+    iom_worker_t **w; /* nw slots: the base workers, then the extras */
+    int nw;
 };
 
 /* s as an IOManager, or NULL if it is a plain scheduler. */
@@ -44,5 +54,8 @@ void sp__io_forget_all(sp_iomanager_t *io);
 void sp__io_drain_inbox(sp_iomanager_t *io, int worker);
 /* On the worker's thread, as it ends: close the inbox and drain it. */
 void sp__io_worker_gone(sp_iomanager_t *io, int worker);
+/* On a retiring extra worker's thread, with no fiber homed there: stop and
+ * free its idle watches; false if one is still armed (it must stay). */
+bool sp__io_drop_idle(sp_iomanager_t *io, int worker);
 
 #endif

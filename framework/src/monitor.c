@@ -19,11 +19,12 @@
  * migrate_stuck, its started fibers not bound to it); idle workers are
  * woken for that at once.
  *
- * Growth (plain schedulers): while more workers are stuck than extras run,
- * start one more in the next preallocated slot, up to max_threads; after
- * shrink_after with no stuck worker, ask the last extra to retire. It
- * leaves once no queued task and no started fiber lives there (scheduler.c,
- * try_leave), and this thread joins it.
+ * Growth: while more workers are stuck than extras run, start one more in
+ * the next preallocated slot, up to max_threads; after shrink_after with no
+ * stuck worker, ask the last extra to retire. It leaves once no queued task
+ * and no started fiber lives there, and for an IOManager no armed timer or
+ * watch (scheduler.c, try_leave; iomanager.c, iom_may_leave), and this
+ * thread joins it.
  */
 #include "scheduler_internal.h"
 
@@ -80,8 +81,6 @@ int sp_scheduler_set_monitor(sp_scheduler_t *s, const sp_monitor_opts_t *o)
     if (o->stall_us <= 0 || o->shrink_after_us < 0 || max < s->nworkers ||
         max > 1024)
         return -EINVAL;
-    if (max > s->nworkers && s->has_io)
-        return -ENOTSUP; /* per-worker loops, fd tables, listeners... */
     int rc = sp__sched_resize(s, max);
     if (rc < 0)
         return rc;
@@ -212,11 +211,9 @@ static void sample(sp_scheduler_t *s, struct sp_monitor *m, int64_t now)
 
 static void grow(sp_scheduler_t *s, struct sp_monitor *m, int i)
 {
-    atomic_store(&s->nlive, i + 1); /* visible before the thread runs */
     m->seen[i] = (seen_t){0};
     int rc = sp__sched_spawn(s, i);
     if (rc < 0) {
-        atomic_store(&s->nlive, i);
         if (rc != -ESHUTDOWN)
             SP_LOG_ERROR(m->log, "%s: cannot start an extra worker: %s",
                          s->name, strerror(-rc));

@@ -506,12 +506,17 @@ static void publish_start(sp_worker_t *w, const struct sp_fiber *f)
                           memory_order_relaxed) + 1, memory_order_release);
 }
 
-/* An extra worker asked to retire leaves once it has nothing queued and no
- * started fiber lives here (a parked one will come back to this worker).
- * `gone` is set under the lock, so no push lands here afterwards. */
+/* An extra worker asked to retire leaves once it has nothing queued, no
+ * started fiber lives here (a parked one will come back to this worker)
+ * and the extension does not need it (an IOManager: armed timers and
+ * watches). `gone` is set under the lock, so no push lands here
+ * afterwards. */
 static bool try_leave(sp_worker_t *w)
 {
+    sp_scheduler_t *s = w->s;
     if (w->owned - atomic_load(&w->migrated_out) > 0)
+        return false;
+    if (s->ops.may_leave && !s->ops.may_leave(s, w->index))
         return false;
     pthread_mutex_lock(&w->lock);
     bool empty = !w->shared.count && !w->bound.count && !w->local.count;
@@ -582,6 +587,11 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
 {
     if (stopped(s))
         return -ESHUTDOWN;
+    if (s->ops.spawn) {
+        int rc = s->ops.spawn(s, i);
+        if (rc < 0)
+            return rc;
+    }
     sp_worker_t *w = &s->workers[i];
     w->gone = false;
     w->owned = 0;
@@ -590,9 +600,12 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
     atomic_store(&w->retiring, 0);
     atomic_store(&w->exited, 0);
     atomic_store(&w->idle, 0);
+    atomic_store(&s->nlive, i + 1); /* visible before the thread runs */
     int rc = pthread_create(&w->thread, NULL, thread_main, w);
-    if (rc != 0)
+    if (rc != 0) {
+        atomic_store(&s->nlive, i);
         return -rc;
+    }
     w->thread_live = true;
     return 0;
 }
@@ -661,9 +674,12 @@ int sp__sched_resize(sp_scheduler_t *s, int cap)
         return 0;
     if (s->started || atomic_load(&s->ctl) != 0)
         return -EBUSY; /* queued tasks live in the slots */
+    int rc = s->ops.resize ? s->ops.resize(s, cap) : 0;
+    if (rc < 0)
+        return rc;
     sp_worker_t *old = s->workers;
     int old_cap = s->cap;
-    int rc = alloc_workers(s, cap);
+    rc = alloc_workers(s, cap);
     if (rc < 0) {
         s->workers = old;
         s->cap = old_cap;

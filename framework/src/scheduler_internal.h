@@ -25,6 +25,16 @@ typedef struct sp_sched_ops {
     void (*tick)(sp_scheduler_t *s, int worker);
     /* Optional: the worker's last act, on its thread, as its loop ends. */
     void (*exit)(sp_scheduler_t *s, int worker);
+    /* Optional, for monitor growth: room for `cap` workers' state (before
+     * start, nothing queued); 0 or -errno. */
+    int (*resize)(sp_scheduler_t *s, int cap);
+    /* Optional: ready extra worker `worker` (monitor thread, before its
+     * thread starts and before anyone can tickle it); 0 or -errno. */
+    int (*spawn)(sp_scheduler_t *s, int worker);
+    /* Optional: on a retiring extra worker's thread, with no task queued
+     * or homed there: whether the extension no longer needs it (false:
+     * it stays, and asks again the next time it runs out of work). */
+    bool (*may_leave)(sp_scheduler_t *s, int worker);
 } sp_sched_ops_t;
 
 /* A busy worker ticks after at least this many tasks, and never before it
@@ -129,7 +139,8 @@ static inline bool sp__sched_usable(const sp_worker_t *w)
     return !atomic_load_explicit(&w->stuck, memory_order_relaxed) &&
            !atomic_load_explicit(&w->retiring, memory_order_relaxed);
 }
-/* Start an extra worker in slot i (monitor thread). 0 or -errno. */
+/* Start an extra worker in slot i == the live count (monitor thread);
+ * counts it live before its thread runs. 0 or -errno. */
 int sp__sched_spawn(sp_scheduler_t *s, int i);
 
 /* dispatch.c: the worker a SP_ANY_WORKER task goes to. */

@@ -166,7 +166,7 @@ static int wait_drained_fiber(sp_tcp_server_t *srv, int64_t timeout_us)
     sp_timer_id_t tid = 0;
     if (timeout_us >= 0) {
         sp_worker_t *self = sp__sched_self(&io->s);
-        if (sp__timer_add_inline(&io->w[self->index].timers,
+        if (sp__timer_add_inline(sp__iom_timer_heap(io, self->index),
                                  (uint64_t)timeout_us * 1000,
                                  on_drain_deadline, &w, &tid) < 0)
             tid = 0; /* no timer: wait without a deadline */

@@ -431,10 +431,12 @@ static sp_timer_heap_t *lock_owner(sp_iomanager_t *io, sp_timer_id_t id)
     io = resolve(io);
     if (!io || !id)
         return NULL;
-    int worker = id_worker(id);
-    if (worker >= sp_scheduler_threads(sp_iomanager_scheduler(io)))
+    /* Extra workers' heaps too: an extra retires only with an empty heap,
+     * and the heap stays allocated, so a stale id still meets a live heap
+     * and is -ENOENT. */
+    sp_timer_heap_t *h = sp__iom_timer_heap(io, id_worker(id));
+    if (!h)
         return NULL;
-    sp_timer_heap_t *h = sp__iom_timer_heap(io, worker);
     pthread_mutex_lock(&h->lock);
     return h;
 }

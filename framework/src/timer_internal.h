@@ -42,7 +42,8 @@ void sp__timer_heap_expire(sp_timer_heap_t *h);
 int sp__timer_add_inline(sp_timer_heap_t *h, uint64_t delay_ns,
                          sp_timer_fn fn, void *arg, sp_timer_id_t *id);
 
-/* The heap of worker `worker` of the IOManager, defined in iomanager.c. */
+/* The heap of worker slot `worker` of the IOManager (base or extra), or
+ * NULL past the slots; defined in iomanager.c. */
 sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
 /* Wake the owner of h if it is idle, so it re-arms for an earlier deadline. */
 void sp__iom_timer_kick(sp_iomanager_t *io, int worker);

@@ -113,11 +113,14 @@ typedef struct sp_monitor_opts {
      * variable. Turn it on only for fibers that re-read thread-locals after
      * every switch (docs/guide.md, "Blocking code"). */
     bool migrate_stuck;
-    /* Grow to at most this many workers while workers are stuck (plain
-     * schedulers only: -ENOTSUP for an IOManager). 0 or `threads`: never. */
+    /* Grow to at most this many workers while workers are stuck (an
+     * IOManager too: an extra worker gets its own loop and timer heap).
+     * 0 or `threads`: never. <= 1024. */
     int max_threads;
-    /* Retire an extra worker after no worker was stuck for this long and
-     * it has no fibers left. 0: 10 * stall_us. */
+    /* Ask an extra worker to retire after no worker was stuck for this
+     * long. 0: 10 * stall_us. It leaves once no fiber is queued or homed
+     * there and, in an IOManager, no timer is armed on its heap and no
+     * watch it owns is armed (docs/guide.md, "Growth on an IOManager"). */
     int64_t shrink_after_us;
 } sp_monitor_opts_t;
 
@@ -126,8 +129,7 @@ typedef struct sp_monitor_opts {
  * (the worker slots are reallocated). Stalls are logged at WARN on the
  * logger "spindle.monitor" (the root logger writes to stderr until
  * configured): "worker W stuck for N ms in fiber ID (NAME)". 0, -EINVAL,
- * -EBUSY (started, or tasks already queued when growing), -ENOTSUP,
- * -ENOMEM. */
+ * -EBUSY (started, or tasks already queued when growing), -ENOMEM. */
 int sp_scheduler_set_monitor(sp_scheduler_t *s, const sp_monitor_opts_t *o);
 
 typedef struct sp_monitor_stats {
