@@ -1013,6 +1013,58 @@ START_TEST(idle_keepalive_closed_silently)
 }
 END_TEST
 
+/* Read deadlines are enforced by one lazily re-armed timer per connection
+ * (http_deadline.c): a deadline that moves later must not close early, one
+ * that comes earlier than the armed timer must still be kept. */
+static void setup_long_keepalive(void)
+{
+    sp_http_server_opts_t o = {.header_timeout_ms = 300,
+                               .keepalive_timeout_ms = 2000,
+                               .body_timeout_ms = 300,
+                               .server_name = "test-server/1"};
+    server_start(&o);
+}
+
+START_TEST(keepalive_deadline_moves_with_each_request)
+{
+    client_t *c = client_open(&S.addr);
+    uint64_t t0 = sp_now_ns();
+    /* 2.5 s of requests 100 ms apart: past the first request's keep-alive
+     * deadline, never idle for more than a twentieth of it. */
+    for (int i = 0; i < 25; i++) {
+        resp_t r;
+        roundtrip(c, GET("/hello"), &r);
+        ck_assert_int_eq(r.status, 200);
+        resp_free(&r);
+        poll(NULL, 0, 100);
+    }
+    ck_assert_uint_ge(ms_since(t0), 2000);
+    client_close(c);
+}
+END_TEST
+
+START_TEST(stalled_second_request_gets_408_before_keepalive)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    roundtrip(c, GET("/hello"), &r);
+    resp_free(&r);
+    /* Idle long enough for the connection's timer to re-arm for the
+     * keep-alive deadline (2 s after the request), well short of it. */
+    poll(NULL, 0, 500);
+    uint64_t t0 = sp_now_ns();
+    send_str(c, "GET /hello HTTP/1.1\r\nHost: t\r\n"); /* no end of head */
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 408);
+    /* The header timeout (300 ms), not the keep-alive deadline 1.5 s
+     * later that the timer was armed for. */
+    ck_assert_uint_ge(ms_since(t0), 290);
+    ck_assert_uint_lt(ms_since(t0), 1200);
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
 /* ---- connection limit -------------------------------------------------------- */
 
 static void setup_two_conns(void)
@@ -1746,6 +1798,9 @@ int main(void)
              static_ranges_and_conditional, thousand_concurrent_keepalive_clients);
     ADD_CASE(s, "timeouts", setup_short_timeouts, server_stop, slowloris_gets_408,
              stalled_body_gets_408, idle_keepalive_closed_silently);
+    ADD_CASE(s, "deadlines", setup_long_keepalive, server_stop,
+             keepalive_deadline_moves_with_each_request,
+             stalled_second_request_gets_408_before_keepalive);
     ADD_CASE(s, "limits", setup_two_conns, server_stop, over_max_conns_503);
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     /* This one stops the server itself. */
