@@ -44,7 +44,7 @@ typedef struct job {
 } job_t;
 
 struct sp_group {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     sp_scheduler_t *s;
     char name[32];
     int limit;
@@ -95,9 +95,9 @@ int sp_group_destroy(sp_group_t *g)
 {
     if (!g)
         return 0;
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     bool busy = g->running > 0;
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     if (busy)
         return -EBUSY;
     for (int i = 0; i < g->njobs; i++) {
@@ -196,7 +196,7 @@ static void finish(sp_group_t *g, job_t *j, int code, bool ran)
 {
     job_t *launch = NULL;
     sp__dlist_t d = {NULL};
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     g->running--;
     if (!ran) {
         j->state = CANCELLED;
@@ -217,7 +217,7 @@ static void finish(sp_group_t *g, job_t *j, int code, bool ran)
     }
     fill_slots(g, &launch);
     release_waiters(g, &d);
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     launch_all(g, launch); /* empty once complete: g is not touched */
     sp__dlist_deliver(&d);
 }
@@ -226,9 +226,9 @@ static void run_job(void *arg)
 {
     job_t *j = arg;
     sp_group_t *g = j->g;
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     bool go = !g->cancelled; /* cancelled while queued: never runs */
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     int code = go ? j->fn(j->arg) : 0;
     finish(g, j, code, go);
 }
@@ -338,7 +338,7 @@ int sp_group_add_after(sp_group_t *g, sp_job_fn fn, void *arg,
     if (!g || !fn || ndeps < 0 || (ndeps && !deps))
         return -EINVAL;
     job_t *launch = NULL;
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     int rc = g->cancelled ? -ECANCELED : 0;
     for (int i = 0; i < ndeps && rc == 0; i++)
         if (!valid(g, deps[i]))
@@ -349,7 +349,7 @@ int sp_group_add_after(sp_group_t *g, sp_job_fn fn, void *arg,
     if (rc == 0 && !j)
         rc = -ENOMEM;
     if (rc < 0) {
-        pthread_mutex_unlock(&g->lk);
+        sp__spin_unlock(&g->lk);
         return rc;
     }
     *j = (job_t){.g = g, .fn = fn, .arg = arg, .id = g->njobs,
@@ -361,14 +361,14 @@ int sp_group_add_after(sp_group_t *g, sp_job_fn fn, void *arg,
             g->jobs[j->deps.v[i]]->dependents.n--;
         free(j->deps.v);
         free(j);
-        pthread_mutex_unlock(&g->lk);
+        sp__spin_unlock(&g->lk);
         return rc;
     }
     g->jobs[g->njobs++] = j;
     if (!j->unmet)
         ready_push(g, j);
     fill_slots(g, &launch);
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     launch_all(g, launch);
     return j->id;
 }
@@ -382,7 +382,7 @@ int sp_group_depend(sp_group_t *g, int job, int dep)
 {
     if (!g)
         return -EINVAL;
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     int rc = 0;
     if (g->cancelled)
         rc = -ECANCELED;
@@ -394,7 +394,7 @@ int sp_group_depend(sp_group_t *g, int job, int dep)
         rc = -EDEADLK;
     if (rc == 0)
         rc = add_edge(g, g->jobs[job], g->jobs[dep]);
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     return rc;
 }
 
@@ -403,11 +403,11 @@ int sp_group_depend(sp_group_t *g, int job, int dep)
 int sp_group_start(sp_group_t *g)
 {
     job_t *launch = NULL;
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     int rc = g->started ? -EALREADY : g->cancelled ? -ECANCELED : 0;
     g->started = true;
     fill_slots(g, &launch);
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     launch_all(g, launch);
     return rc;
 }
@@ -415,21 +415,21 @@ int sp_group_start(sp_group_t *g)
 int sp_group_cancel(sp_group_t *g)
 {
     sp__dlist_t d = {NULL};
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     int rc = g->cancelled ? -EALREADY : 0;
     if (!g->cancelled)
         cancel_locked(g, -1, 0);
     release_waiters(g, &d);
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     sp__dlist_deliver(&d);
     return rc;
 }
 
 bool sp_group_cancelled(sp_group_t *g)
 {
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     bool c = g->cancelled;
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     return c;
 }
 
@@ -437,29 +437,29 @@ int sp_group_wait(sp_group_t *g, int64_t timeout_us,
                   sp_group_failure_t *failure)
 {
     sp_group_start(g); /* -EALREADY / -ECANCELED: just wait */
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     if (!complete(g)) {
         int rc = sp__wait_queued(&g->lk, &g->waiters, timeout_us);
         if (rc < 0)
             return rc;
-        pthread_mutex_lock(&g->lk); /* released complete; jobs added since
+        sp__spin_lock(&g->lk); /* released complete; jobs added since
                                      * are not waited for */
     }
     int rc = g->cancelled ? -ECANCELED : 0;
     if (rc && failure)
         *failure = (sp_group_failure_t){g->fail_job, g->fail_code};
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
     return rc;
 }
 
 void sp_group_progress(sp_group_t *g, sp_group_progress_t *out)
 {
-    pthread_mutex_lock(&g->lk);
+    sp__spin_lock(&g->lk);
     out->total = g->njobs;
     out->succeeded = g->succeeded;
     out->failed = g->failed;
     out->cancelled = g->ncancelled;
     out->done = g->succeeded + g->failed + g->ncancelled;
     out->running = g->running;
-    pthread_mutex_unlock(&g->lk);
+    sp__spin_unlock(&g->lk);
 }

@@ -25,7 +25,7 @@
 enum { UNBOUNDED_FIRST = 16 };
 
 struct sp_chan {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     size_t esize, cap;  /* cap: SP_CHAN_UNBOUNDED, or the bound */
     unsigned char *buf; /* ring of nslots items */
     size_t nslots, head, count;
@@ -182,32 +182,32 @@ static int transfer(sp_chan_t *ch, int op, void *buf, int64_t timeout_us)
 {
     sp__dlist_t d = {NULL};
     int res;
-    pthread_mutex_lock(&ch->lk);
+    sp__spin_lock(&ch->lk);
     bool done = op == SP_CHAN_SEND ? try_send(ch, buf, &res, &d)
                                    : try_recv(ch, buf, &res, &d);
     if (done) {
-        pthread_mutex_unlock(&ch->lk);
+        sp__spin_unlock(&ch->lk);
         sp__dlist_deliver(&d);
         return res;
     }
     if (timeout_us == 0) {
-        pthread_mutex_unlock(&ch->lk);
+        sp__spin_unlock(&ch->lk);
         return -ETIMEDOUT;
     }
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w, .kind = op, .buf = buf};
     int rc = sp__wait_begin(&w, timeout_us);
     if (rc < 0) {
-        pthread_mutex_unlock(&ch->lk);
+        sp__spin_unlock(&ch->lk);
         return rc;
     }
     sp__wq_push(queue_of(ch, op), &n);
-    pthread_mutex_unlock(&ch->lk);
+    sp__spin_unlock(&ch->lk);
     rc = sp__wait_block(&w);
-    pthread_mutex_lock(&ch->lk);
+    sp__spin_lock(&ch->lk);
     if (n.queued)
         sp__wq_remove(queue_of(ch, op), &n);
-    pthread_mutex_unlock(&ch->lk);
+    sp__spin_unlock(&ch->lk);
     sp__wait_end(&w);
     return rc;
 }
@@ -238,9 +238,9 @@ int sp_chan_tryrecv(sp_chan_t *ch, void *out)
 int sp_chan_close(sp_chan_t *ch)
 {
     sp__dlist_t d = {NULL};
-    pthread_mutex_lock(&ch->lk);
+    sp__spin_lock(&ch->lk);
     if (ch->closed) {
-        pthread_mutex_unlock(&ch->lk);
+        sp__spin_unlock(&ch->lk);
         return -EALREADY;
     }
     ch->closed = true;
@@ -250,24 +250,24 @@ int sp_chan_close(sp_chan_t *ch)
     /* Receivers wait only on an empty buffer: nothing left for them. */
     while ((n = sp__wq_claim_first(&ch->recvq, -EPIPE)))
         sp__dlist_add(&d, n->wait);
-    pthread_mutex_unlock(&ch->lk);
+    sp__spin_unlock(&ch->lk);
     sp__dlist_deliver(&d);
     return 0;
 }
 
 size_t sp_chan_len(sp_chan_t *ch)
 {
-    pthread_mutex_lock(&ch->lk);
+    sp__spin_lock(&ch->lk);
     size_t n = ch->count;
-    pthread_mutex_unlock(&ch->lk);
+    sp__spin_unlock(&ch->lk);
     return n;
 }
 
 bool sp_chan_closed(sp_chan_t *ch)
 {
-    pthread_mutex_lock(&ch->lk);
+    sp__spin_lock(&ch->lk);
     bool c = ch->closed;
-    pthread_mutex_unlock(&ch->lk);
+    sp__spin_unlock(&ch->lk);
     return c;
 }
 
@@ -297,7 +297,7 @@ static int by_address(const void *a, const void *b)
 static void unlock_all(sp_chan_t **chans, int n)
 {
     for (int i = 0; i < n; i++)
-        pthread_mutex_unlock(&chans[i]->lk);
+        sp__spin_unlock(&chans[i]->lk);
 }
 
 int sp_chan_select(sp_chan_op_t *ops, int n, int64_t timeout_us)
@@ -321,7 +321,7 @@ int sp_chan_select(sp_chan_op_t *ops, int n, int64_t timeout_us)
         if (!nlock || chans[nlock - 1] != chans[i])
             chans[nlock++] = chans[i];
     for (int i = 0; i < nlock; i++)
-        pthread_mutex_lock(&chans[i]->lk);
+        sp__spin_lock(&chans[i]->lk);
 
     sp__dlist_t d = {NULL};
     unsigned start = pick((unsigned)n);
@@ -360,10 +360,10 @@ int sp_chan_select(sp_chan_op_t *ops, int n, int64_t timeout_us)
     for (int i = 0; i < n; i++) {
         if (!ops[i].chan)
             continue;
-        pthread_mutex_lock(&ops[i].chan->lk);
+        sp__spin_lock(&ops[i].chan->lk);
         if (nodes[i].queued)
             sp__wq_remove(queue_of(ops[i].chan, ops[i].op), &nodes[i]);
-        pthread_mutex_unlock(&ops[i].chan->lk);
+        sp__spin_unlock(&ops[i].chan->lk);
     }
     sp__wnode_t *won = w.winner;
     sp__wait_end(&w);

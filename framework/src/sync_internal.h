@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "iomanager_internal.h"
+#include "spin.h"
 
 typedef struct sp__wait sp__wait_t;
 
@@ -90,7 +91,7 @@ void sp__wait_deliver(sp__wait_t *w);
  * path failed), queue one node on q, wait, withdraw. Releases lk. Returns
  * the claimer's result, -ETIMEDOUT (also at once for timeout_us 0), or
  * sp__wait_begin's error. */
-int sp__wait_queued(pthread_mutex_t *lk, sp__wq_t *q, int64_t timeout_us);
+int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us);
 
 /* Claim w directly (the waiter itself, or code that found it in a queue
  * and removed the node on its own). false if already claimed. */
@@ -115,8 +116,10 @@ static inline void sp__dlist_add(sp__dlist_t *d, sp__wait_t *w)
 }
 void sp__dlist_deliver(sp__dlist_t *d);
 
-/* Every sync object starts with its internal lock: allocate one zeroed,
- * lock initialised (NULL + errno ENOMEM), and free one. */
+/* Every sync object starts with its internal lock, a spin lock: it guards
+ * a few queue operations, never a wait (a waiting fiber parks, a waiting
+ * thread sleeps on its own condvar, both after unlocking). Allocate one
+ * zeroed, lock initialised (NULL + errno ENOMEM), and free one. */
 void *sp__sync_new(size_t size);
 void sp__sync_free(void *obj);
 

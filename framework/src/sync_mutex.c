@@ -28,7 +28,7 @@ enum { LOCKED = 1u, WAITERS = 2u };
 enum { GRANTED = 0, RETRY = 1 }; /* a waiter's result besides -ETIMEDOUT */
 
 struct sp_mutex {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     _Atomic unsigned state;
     _Atomic(void *) owner; /* for -EPERM / -EDEADLK checks only */
     sp__wq_t q; /* under lk */
@@ -81,7 +81,7 @@ static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us)
     sp__wnode_t n = {.wait = &w, .buf = me};
     bool begun = false, woken = false;
     int rc;
-    pthread_mutex_lock(&m->lk);
+    sp__spin_lock(&m->lk);
     for (;;) {
         if (woken) { /* our retry: another may be woken from now on */
             m->woken = false;
@@ -109,9 +109,9 @@ static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us)
             sp__wait_rearm(&w);
             sp__wq_push_front(&m->q, &n); /* lost a race: keep our turn */
         }
-        pthread_mutex_unlock(&m->lk);
+        sp__spin_unlock(&m->lk);
         rc = sp__wait_block(&w);
-        pthread_mutex_lock(&m->lk);
+        sp__spin_lock(&m->lk);
         if (n.queued) /* timed out: still in the queue */
             sp__wq_remove(&m->q, &n);
         if (rc != RETRY)
@@ -119,7 +119,7 @@ static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us)
         woken = true;
     }
     fix_waiters(m);
-    pthread_mutex_unlock(&m->lk);
+    sp__spin_unlock(&m->lk);
     if (begun)
         sp__wait_end(&w);
     if (rc == 0)
@@ -159,7 +159,7 @@ static void unlock_slow(sp_mutex_t *m)
     bool handed = false;
     uint64_t now = 0;
     sp__wnode_t *n;
-    pthread_mutex_lock(&m->lk);
+    sp__spin_lock(&m->lk);
     while ((n = sp__wq_live_head(&m->q))) {
         if (!now && !m->fair)
             now = sp_now_ns();
@@ -183,7 +183,7 @@ static void unlock_slow(sp_mutex_t *m)
     if (!handed)
         atomic_fetch_and_explicit(&m->state, ~LOCKED, memory_order_release);
     fix_waiters(m);
-    pthread_mutex_unlock(&m->lk);
+    sp__spin_unlock(&m->lk);
     if (wake)
         sp__wait_deliver(wake);
 }
@@ -205,7 +205,7 @@ int sp_mutex_unlock(sp_mutex_t *m)
 /* ---- condition variable ------------------------------------------------ */
 
 struct sp_cond {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     sp__wq_t q;
 };
 _Static_assert(offsetof(struct sp_cond, lk) == 0, "sp__sync_new");
@@ -234,15 +234,15 @@ int sp_cond_wait(sp_cond_t *c, sp_mutex_t *m, int64_t timeout_us)
         return rc;
     /* Queued before m is released: a signal sent after the release finds
      * us, so none is lost. */
-    pthread_mutex_lock(&c->lk);
+    sp__spin_lock(&c->lk);
     sp__wq_push(&c->q, &n);
-    pthread_mutex_unlock(&c->lk);
+    sp__spin_unlock(&c->lk);
     sp_mutex_unlock(m);
     rc = sp__wait_block(&w);
-    pthread_mutex_lock(&c->lk);
+    sp__spin_lock(&c->lk);
     if (n.queued)
         sp__wq_remove(&c->q, &n);
-    pthread_mutex_unlock(&c->lk);
+    sp__spin_unlock(&c->lk);
     sp__wait_end(&w);
     sp_mutex_lock(m);
     return rc;
@@ -251,14 +251,14 @@ int sp_cond_wait(sp_cond_t *c, sp_mutex_t *m, int64_t timeout_us)
 static int wake(sp_cond_t *c, bool all)
 {
     sp__dlist_t d = {NULL};
-    pthread_mutex_lock(&c->lk);
+    sp__spin_lock(&c->lk);
     sp__wnode_t *n;
     while ((n = sp__wq_claim_first(&c->q, 0))) {
         sp__dlist_add(&d, n->wait);
         if (!all)
             break;
     }
-    pthread_mutex_unlock(&c->lk);
+    sp__spin_unlock(&c->lk);
     sp__dlist_deliver(&d);
     return 0;
 }

@@ -17,7 +17,7 @@
 enum { READER, WRITER };
 
 struct sp_rwlock {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     unsigned readers;
     void *writer; /* the holder's identity, or NULL */
     sp__wq_t q;
@@ -57,9 +57,9 @@ static void grant(sp_rwlock_t *rw, sp__dlist_t *d)
 static int lock(sp_rwlock_t *rw, int kind, int64_t timeout_us)
 {
     void *me = sp__sync_self();
-    pthread_mutex_lock(&rw->lk);
+    sp__spin_lock(&rw->lk);
     if (rw->writer == me) {
-        pthread_mutex_unlock(&rw->lk);
+        sp__spin_unlock(&rw->lk);
         return -EDEADLK;
     }
     bool free_now = kind == WRITER ? !rw->writer && !rw->readers
@@ -69,30 +69,30 @@ static int lock(sp_rwlock_t *rw, int kind, int64_t timeout_us)
             rw->writer = me;
         else
             rw->readers++;
-        pthread_mutex_unlock(&rw->lk);
+        sp__spin_unlock(&rw->lk);
         return 0;
     }
     if (timeout_us == 0) {
-        pthread_mutex_unlock(&rw->lk);
+        sp__spin_unlock(&rw->lk);
         return -ETIMEDOUT;
     }
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w, .kind = kind, .buf = me};
     int rc = sp__wait_begin(&w, timeout_us);
     if (rc < 0) {
-        pthread_mutex_unlock(&rw->lk);
+        sp__spin_unlock(&rw->lk);
         return rc;
     }
     sp__wq_push(&rw->q, &n);
-    pthread_mutex_unlock(&rw->lk);
+    sp__spin_unlock(&rw->lk);
     rc = sp__wait_block(&w);
     sp__dlist_t d = {NULL};
-    pthread_mutex_lock(&rw->lk);
+    sp__spin_lock(&rw->lk);
     if (n.queued) {
         sp__wq_remove(&rw->q, &n);
         grant(rw, &d);
     }
-    pthread_mutex_unlock(&rw->lk);
+    sp__spin_unlock(&rw->lk);
     sp__dlist_deliver(&d);
     sp__wait_end(&w);
     return rc;
@@ -125,7 +125,7 @@ int sp_rwlock_unlock(sp_rwlock_t *rw)
     void *me = sp__sync_self();
     sp__dlist_t d = {NULL};
     int rc = 0;
-    pthread_mutex_lock(&rw->lk);
+    sp__spin_lock(&rw->lk);
     if (rw->writer == me)
         rw->writer = NULL;
     else if (!rw->writer && rw->readers)
@@ -134,7 +134,7 @@ int sp_rwlock_unlock(sp_rwlock_t *rw)
         rc = -EPERM;
     if (rc == 0)
         grant(rw, &d);
-    pthread_mutex_unlock(&rw->lk);
+    sp__spin_unlock(&rw->lk);
     sp__dlist_deliver(&d);
     return rc;
 }

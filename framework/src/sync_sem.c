@@ -14,7 +14,7 @@
 /* ---- semaphore --------------------------------------------------------- */
 
 struct sp_sem {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     unsigned value;
     sp__wq_t q;
 };
@@ -39,10 +39,10 @@ void sp_sem_destroy(sp_sem_t *s)
 
 int sp_sem_wait(sp_sem_t *s, int64_t timeout_us)
 {
-    pthread_mutex_lock(&s->lk);
+    sp__spin_lock(&s->lk);
     if (s->value) {
         s->value--;
-        pthread_mutex_unlock(&s->lk);
+        sp__spin_unlock(&s->lk);
         return 0;
     }
     return sp__wait_queued(&s->lk, &s->q, timeout_us);
@@ -57,7 +57,7 @@ int sp_sem_trywait(sp_sem_t *s)
 int sp_sem_post(sp_sem_t *s)
 {
     int rc = 0;
-    pthread_mutex_lock(&s->lk);
+    sp__spin_lock(&s->lk);
     sp__wnode_t *n = sp__wq_claim_first(&s->q, 0);
     if (!n) {
         if (s->value < SP_SEM_MAX)
@@ -65,7 +65,7 @@ int sp_sem_post(sp_sem_t *s)
         else
             rc = -EOVERFLOW;
     }
-    pthread_mutex_unlock(&s->lk);
+    sp__spin_unlock(&s->lk);
     if (n)
         sp__wait_deliver(n->wait);
     return rc;
@@ -73,16 +73,16 @@ int sp_sem_post(sp_sem_t *s)
 
 unsigned sp_sem_value(sp_sem_t *s)
 {
-    pthread_mutex_lock(&s->lk);
+    sp__spin_lock(&s->lk);
     unsigned v = s->value;
-    pthread_mutex_unlock(&s->lk);
+    sp__spin_unlock(&s->lk);
     return v;
 }
 
 /* ---- wait group -------------------------------------------------------- */
 
 struct sp_wg {
-    pthread_mutex_t lk;
+    sp_spin_t lk;
     int count;
     sp__wq_t q;
 };
@@ -101,10 +101,10 @@ void sp_wg_destroy(sp_wg_t *wg)
 int sp_wg_add(sp_wg_t *wg, int delta)
 {
     sp__dlist_t d = {NULL};
-    pthread_mutex_lock(&wg->lk);
+    sp__spin_lock(&wg->lk);
     long next = (long)wg->count + delta;
     if (next < 0 || next > INT_MAX) {
-        pthread_mutex_unlock(&wg->lk);
+        sp__spin_unlock(&wg->lk);
         return -EINVAL;
     }
     wg->count = (int)next;
@@ -112,7 +112,7 @@ int sp_wg_add(sp_wg_t *wg, int delta)
     while (!next && (n = sp__wq_claim_first(&wg->q, 0)))
         sp__dlist_add(&d, n->wait);
     /* The last touch of wg: a waiter may free it once delivered. */
-    pthread_mutex_unlock(&wg->lk);
+    sp__spin_unlock(&wg->lk);
     sp__dlist_deliver(&d);
     return 0;
 }
@@ -124,9 +124,9 @@ int sp_wg_done(sp_wg_t *wg)
 
 int sp_wg_wait(sp_wg_t *wg, int64_t timeout_us)
 {
-    pthread_mutex_lock(&wg->lk);
+    sp__spin_lock(&wg->lk);
     if (!wg->count) {
-        pthread_mutex_unlock(&wg->lk);
+        sp__spin_unlock(&wg->lk);
         return 0;
     }
     return sp__wait_queued(&wg->lk, &wg->q, timeout_us);
@@ -134,8 +134,8 @@ int sp_wg_wait(sp_wg_t *wg, int64_t timeout_us)
 
 int sp_wg_count(sp_wg_t *wg)
 {
-    pthread_mutex_lock(&wg->lk);
+    sp__spin_lock(&wg->lk);
     int c = wg->count;
-    pthread_mutex_unlock(&wg->lk);
+    sp__spin_unlock(&wg->lk);
     return c;
 }

@@ -14,20 +14,17 @@
 
 void *sp__sync_new(size_t size)
 {
-    pthread_mutex_t *lk = calloc(1, size);
+    sp_spin_t *lk = calloc(1, size);
     if (!lk) {
         errno = ENOMEM;
         return NULL;
     }
-    pthread_mutex_init(lk, NULL);
+    sp__spin_init(lk);
     return lk;
 }
 
 void sp__sync_free(void *obj)
 {
-    if (!obj)
-        return;
-    pthread_mutex_destroy(obj);
     free(obj);
 }
 
@@ -264,26 +261,26 @@ void sp__wait_end(sp__wait_t *w)
     }
 }
 
-int sp__wait_queued(pthread_mutex_t *lk, sp__wq_t *q, int64_t timeout_us)
+int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us)
 {
     if (timeout_us == 0) {
-        pthread_mutex_unlock(lk);
+        sp__spin_unlock(lk);
         return -ETIMEDOUT;
     }
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w};
     int rc = sp__wait_begin(&w, timeout_us);
     if (rc < 0) {
-        pthread_mutex_unlock(lk);
+        sp__spin_unlock(lk);
         return rc;
     }
     sp__wq_push(q, &n);
-    pthread_mutex_unlock(lk);
+    sp__spin_unlock(lk);
     rc = sp__wait_block(&w);
-    pthread_mutex_lock(lk);
+    sp__spin_lock(lk);
     if (n.queued)
         sp__wq_remove(q, &n);
-    pthread_mutex_unlock(lk);
+    sp__spin_unlock(lk);
     sp__wait_end(&w);
     return rc;
 }
