@@ -202,7 +202,7 @@ static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
 static int exchange(const sp_http_client_t *c, int fd, const sp_buf_t *req,
                     const sp_http_client_request_t *rq, sp_http_request_t *m, bool *answered)
 {
-    sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_ms};
+    sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_ms, false};
     struct iovec v[2] = {{sp__buf_data(req), sp__buf_len(req)}, {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
     sp_buf_free(&o.buf);

@@ -149,6 +149,7 @@ static int read_request(sp__http_conn_t *c, bool first)
         bool body = c->req.headers_done;
         if ((body && maybe_continue(c) < 0) || sp__http_out_flush(&c->out, NULL, 0) < 0)
             return CLOSE;
+        sp__http_out_return(&c->out); /* before this fiber waits */
         int64_t header_ms = atomic_load(&c->srv->header_timeout_ms);
         if (begun && !body && !header_deadline)
             header_deadline = sp__http_deadline(header_ms);
@@ -220,6 +221,7 @@ static bool handle(sp__http_conn_t *c)
 {
     sp_http_server_t *srv = c->srv;
     prepare_response(c);
+    sp__http_out_borrow(&c->out);
     int rc = srv->handler(&c->req, &c->res, srv->arg);
     if (rc != 0) {
         atomic_fetch_add(&srv->n_handler_errors, 1);
@@ -254,7 +256,7 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->srv = srv;
     c->fd = fd;
     sp_buf_init(&c->in);
-    c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_ms};
+    c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_ms, false};
     sp__http_req_init(&c->req, &srv->opts);
     c->req.peer = peer;
     sp__http_res_init(&c->res, &c->out, srv->server_line);
@@ -263,6 +265,8 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
 
 static void conn_free(sp__http_conn_t *c)
 {
+    sp_buf_clear(&c->out.buf); /* the last flush sent it, or failed */
+    sp__http_out_return(&c->out);
     sp__http_deadline_free(c->deadline);
     sp__http_req_free(&c->req);
     sp__http_res_free(&c->res);
@@ -281,6 +285,7 @@ static void serve_requests(sp__http_conn_t *c)
             break;
     }
     sp__http_out_flush(&c->out, NULL, 0);
+    sp__http_out_return(&c->out);
     if (sp__buf_len(&c->in)) /* pipelined requests after a close */
         linger(c);
 }

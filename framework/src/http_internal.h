@@ -88,7 +88,14 @@ typedef struct sp__http_out {
     int fd;
     sp_buf_t buf;
     int64_t timeout_ms; /* per wait for the socket to take bytes; < 0 none */
+    bool borrowed;      /* buf is the thread's scratch (http_out_scratch.c) */
 } sp__http_out_t;
+
+/* Write responses into the calling thread's cached scratch buffer while
+ * o's own is empty (a no-op if another connection has it), and give it
+ * back once flushed; see http_out_scratch.c. */
+void sp__http_out_borrow(sp__http_out_t *o);
+void sp__http_out_return(sp__http_out_t *o);
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
