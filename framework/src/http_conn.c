@@ -33,6 +33,7 @@ struct sp__http_conn {
     int fd;
     _Atomic bool idle; /* waiting for a next request with nothing read */
     bool drained;      /* the last read emptied the socket */
+    bool in_borrowed;  /* `in` is the thread's input scratch */
     bool continued;    /* "100 Continue" sent for this request */
     sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
@@ -93,9 +94,11 @@ void sp__http_close_idle(sp_http_server_t *srv)
 static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
 {
     if (!c->deadline)
-        return sp__http_read(c->fd, &c->in, size, deadline, &c->drained);
+        return sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size, deadline,
+                                  &c->drained);
     sp__http_deadline_set(c->deadline, deadline);
-    ssize_t n = sp__http_read(c->fd, &c->in, size, 0, &c->drained);
+    ssize_t n = sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size, 0,
+                                   &c->drained);
     if (sp__http_deadline_clear(c->deadline) && n == -ECANCELED)
         return -ETIMEDOUT;
     return n;
@@ -117,6 +120,7 @@ static int parse_buffered(sp__http_conn_t *c)
     sp__http_state_t st;
     size_t used = sp__http_req_feed(&c->req, sp__buf_data(&c->in), sp__buf_len(&c->in), &st);
     sp_buf_consume(&c->in, used);
+    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
     return st == SP__HTTP_DONE ? 0 : st == SP__HTTP_FAILED ? c->req.error : 1;
 }
 
@@ -149,7 +153,8 @@ static int read_request(sp__http_conn_t *c, bool first)
         bool body = c->req.headers_done;
         if ((body && maybe_continue(c) < 0) || sp__http_out_flush(&c->out, NULL, 0) < 0)
             return CLOSE;
-        sp__http_out_return(&c->out); /* before this fiber waits */
+        /* Before this fiber waits: */
+        sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
         int64_t header_ms = atomic_load(&c->srv->header_timeout_ms);
         if (begun && !body && !header_deadline)
             header_deadline = sp__http_deadline(header_ms);
@@ -178,6 +183,7 @@ static void linger(sp__http_conn_t *c)
         dropped += (size_t)n;
     }
     sp_buf_clear(&c->in);
+    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
 }
 
 /* ---- answering ---------------------------------------------------------------- */
@@ -221,7 +227,7 @@ static bool handle(sp__http_conn_t *c)
 {
     sp_http_server_t *srv = c->srv;
     prepare_response(c);
-    sp__http_out_borrow(&c->out);
+    sp__http_scratch_borrow(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
     int rc = srv->handler(&c->req, &c->res, srv->arg);
     if (rc != 0) {
         atomic_fetch_add(&srv->n_handler_errors, 1);
@@ -266,7 +272,9 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
 static void conn_free(sp__http_conn_t *c)
 {
     sp_buf_clear(&c->out.buf); /* the last flush sent it, or failed */
-    sp__http_out_return(&c->out);
+    sp_buf_clear(&c->in);
+    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
+    sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
     sp__http_deadline_free(c->deadline);
     sp__http_req_free(&c->req);
     sp__http_res_free(&c->res);
@@ -285,7 +293,7 @@ static void serve_requests(sp__http_conn_t *c)
             break;
     }
     sp__http_out_flush(&c->out, NULL, 0);
-    sp__http_out_return(&c->out);
+    sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
     if (sp__buf_len(&c->in)) /* pipelined requests after a close */
         linger(c);
 }

@@ -91,11 +91,12 @@ typedef struct sp__http_out {
     bool borrowed;      /* buf is the thread's scratch (http_out_scratch.c) */
 } sp__http_out_t;
 
-/* Write responses into the calling thread's cached scratch buffer while
- * o's own is empty (a no-op if another connection has it), and give it
- * back once flushed; see http_out_scratch.c. */
-void sp__http_out_borrow(sp__http_out_t *o);
-void sp__http_out_return(sp__http_out_t *o);
+/* Use the calling thread's cached scratch buffer of this kind in place of
+ * b while b is empty (a no-op if another connection has it), and give it
+ * back once b is empty again; *borrowed tracks it. See http_out_scratch.c. */
+enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_KINDS };
+void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind);
+void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind);
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
@@ -114,6 +115,10 @@ int sp__http_wait(int fd, int event, int64_t timeout_us);
  * -ETIMEDOUT. */
 ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline,
                       bool *drained);
+/* The same for a server connection's input, read into the thread's input
+ * scratch while `in` holds nothing (*borrowed tracks it). */
+ssize_t sp__http_read_lent(int fd, sp_buf_t *in, bool *borrowed, size_t size,
+                           uint64_t deadline, bool *drained);
 
 /* ---- read deadlines of server connections: http_deadline.c -------------- */
 

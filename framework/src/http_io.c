@@ -50,21 +50,35 @@ static int wait_writable(const sp__http_out_t *o)
     return sp__http_wait(o->fd, SP_IO_WRITE, us);
 }
 
-ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool *drained)
+/* One recv into `in` (into the thread's input scratch when `borrowed` is
+ * given and `in` is empty); -EAGAIN when nothing is there. */
+static ssize_t recv_into(int fd, sp_buf_t *in, bool *borrowed, size_t size,
+                         bool *drained)
 {
+    if (borrowed)
+        sp__http_scratch_borrow(in, borrowed, SP__SCRATCH_IN);
     char *dst = sp__buf_reserve(in, size);
-    if (!dst)
-        return -ENOMEM;
+    ssize_t n = dst ? recv(fd, dst, size, MSG_DONTWAIT) : -1;
+    int err = dst ? errno : ENOMEM;
+    if (n > 0) {
+        *drained = (size_t)n < size;
+        sp_buf_commit(in, (size_t)n);
+    } else if (n == 0) {
+        *drained = true;
+    }
+    if (borrowed) /* not held across a wait: kept only if it holds bytes */
+        sp__http_scratch_return(in, borrowed, SP__SCRATCH_IN);
+    return n >= 0 ? n : -err;
+}
+
+static ssize_t read_some(int fd, sp_buf_t *in, bool *borrowed, size_t size,
+                         uint64_t deadline, bool *drained)
+{
     for (;;) {
         if (!*drained) {
-            ssize_t n = recv(fd, dst, size, MSG_DONTWAIT);
-            if (n >= 0) {
-                *drained = (size_t)n < size;
-                sp_buf_commit(in, (size_t)n);
+            ssize_t n = recv_into(fd, in, borrowed, size, drained);
+            if (n >= 0 || (n != -EAGAIN && n != -EINTR))
                 return n;
-            }
-            if (errno != EAGAIN && errno != EINTR)
-                return -errno;
         }
         *drained = false;
         int64_t us = sp__http_left_us(deadline);
@@ -74,6 +88,17 @@ ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool
         if (rc < 0)
             return rc;
     }
+}
+
+ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool *drained)
+{
+    return read_some(fd, in, NULL, size, deadline, drained);
+}
+
+ssize_t sp__http_read_lent(int fd, sp_buf_t *in, bool *borrowed, size_t size,
+                           uint64_t deadline, bool *drained)
+{
+    return read_some(fd, in, borrowed, size, deadline, drained);
 }
 
 /* Drop `done` bytes from the front of iov[0..*n). */

@@ -1,14 +1,17 @@
-/* One output buffer per worker thread, lent to the connection that is
- * producing responses. With thousands of connections each one's own buffer
- * has left the caches by its next request, and writing a response into it
- * costs a miss per line; the lent buffer stays cached because every
- * connection on the thread writes into it in turn.
+/* An input and an output buffer per worker thread, lent to the connection
+ * that is reading or answering. With thousands of connections each one's
+ * own buffers have left the caches by its next request, and every line the
+ * kernel copies a request into, or a response is written into, costs a
+ * miss; the lent buffers stay cached because every connection on the
+ * thread uses them in turn.
  *
  * Lending swaps the buffers: the thread's slot keeps the connection's own
  * (empty) buffer meanwhile, so nothing is allocated or lost. A connection
- * borrows only with an empty buffer and gives back once a flush emptied it
- * again, always before it waits for input; if it parks in between (a
- * handler that waits, a full socket), the others use their own buffers.
+ * borrows only with an empty buffer and gives back once it is empty again:
+ * the input once every request in it was parsed (the parser copies what it
+ * keeps), the output once flushed; neither is held across the wait for a
+ * next request. If a connection parks while holding one (a handler that
+ * waits, a full socket, a partial request), the others use their own.
  * Lend and return happen between switches on one thread; a fiber that the
  * monitor moved to another thread keeps what it holds as its own. */
 #include <pthread.h>
@@ -21,15 +24,20 @@ typedef struct scratch {
     bool lent;
 } scratch_t;
 
-static _Thread_local scratch_t *mine;
+typedef struct scratches {
+    scratch_t s[SP__SCRATCH_KINDS];
+} scratches_t;
+
+static _Thread_local scratches_t *mine;
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void scratch_free(void *p)
 {
-    scratch_t *s = p;
-    sp_buf_free(&s->buf);
-    free(s);
+    scratches_t *all = p;
+    for (int i = 0; i < SP__SCRATCH_KINDS; i++)
+        sp_buf_free(&all->s[i].buf);
+    free(all);
 }
 
 static void make_key(void)
@@ -37,7 +45,7 @@ static void make_key(void)
     pthread_key_create(&key, scratch_free);
 }
 
-static scratch_t *thread_scratch(void)
+static scratch_t *thread_scratch(int kind)
 {
     if (!mine) {
         pthread_once(&key_once, make_key);
@@ -45,7 +53,7 @@ static scratch_t *thread_scratch(void)
             return NULL;
         pthread_setspecific(key, mine); /* freed at thread exit */
     }
-    return mine;
+    return &mine->s[kind];
 }
 
 static void swap(sp_buf_t *a, sp_buf_t *b)
@@ -55,25 +63,25 @@ static void swap(sp_buf_t *a, sp_buf_t *b)
     *b = t;
 }
 
-void sp__http_out_borrow(sp__http_out_t *o)
+void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
 {
-    if (o->borrowed || sp__buf_len(&o->buf))
+    if (*borrowed || sp__buf_len(b))
         return;
-    scratch_t *s = thread_scratch();
+    scratch_t *s = thread_scratch(kind);
     if (!s || s->lent)
         return;
-    swap(&o->buf, &s->buf);
-    s->lent = o->borrowed = true;
+    swap(b, &s->buf);
+    s->lent = *borrowed = true;
 }
 
-void sp__http_out_return(sp__http_out_t *o)
+void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind)
 {
-    if (!o->borrowed || sp__buf_len(&o->buf))
+    if (!*borrowed || sp__buf_len(b))
         return;
-    o->borrowed = false;
-    scratch_t *s = mine;
+    *borrowed = false;
+    scratch_t *s = mine ? &mine->s[kind] : NULL;
     if (s && s->lent) {
-        swap(&o->buf, &s->buf);
+        swap(b, &s->buf);
         s->lent = false;
     } /* else: moved to another thread; keep it as our own */
 }
