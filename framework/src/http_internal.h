@@ -88,12 +88,12 @@ typedef struct sp__http_out {
     int fd;
     sp_buf_t buf;
     int64_t timeout_ms; /* per wait for the socket to take bytes; < 0 none */
-    bool borrowed;      /* buf is the thread's scratch (http_out_scratch.c) */
+    bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
 } sp__http_out_t;
 
 /* Use the calling thread's cached scratch buffer of this kind in place of
  * b while b is empty (a no-op if another connection has it), and give it
- * back once b is empty again; *borrowed tracks it. See http_out_scratch.c. */
+ * back once b is empty again; *borrowed tracks it. See http_scratch.c. */
 enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_KINDS };
 void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind);
 void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind);
