@@ -2,9 +2,12 @@
  *
  * Queues: each worker has two FIFO queues under one lock, `shared` (new
  * tasks, which other workers may steal) and `bound` (tasks bound to it, and
- * fibers that already ran there: see requeue()). Entries carry a per-worker
- * sequence number so the owner runs them in submission order. An idle worker
- * steals up to half of another worker's shared queue.
+ * fibers that already ran there: see requeue()), and a third without a lock,
+ * `local`, for fibers the worker woke itself. Entries carry a per-worker
+ * sequence number so the owner runs them in submission order across all
+ * three. An idle worker steals up to half of another worker's shared queue.
+ * Fibers woken by the worker's own event poll do not queue at all: they run
+ * in the event callback, or right after the poll (see poll_events).
  *
  * Sleeping without lost wake-ups: a worker about to sleep sets idle=1, issues
  * a full fence, then looks at every queue once more; a submitter pushes,
