@@ -1,4 +1,5 @@
 /* See apps_common.h. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,8 +93,30 @@ static int http_addr(const void *srv, int i, sp_addr_t *out)
     return sp_http_server_addr(srv, i, out);
 }
 
-const app_server_ops_t app_tcp_ops = {tcp_listen, tcp_naddrs, tcp_addr};
-const app_server_ops_t app_http_ops = {http_listen, http_naddrs, http_addr};
+static int tcp_start(void *srv)
+{
+    return sp_tcp_server_start(srv);
+}
+
+static void tcp_stop(void *srv, int64_t drain_us)
+{
+    sp_tcp_server_stop(srv, drain_us);
+}
+
+static int http_start(void *srv)
+{
+    return sp_http_server_start(srv);
+}
+
+static void http_stop(void *srv, int64_t drain_us)
+{
+    sp_http_server_stop(srv, drain_us);
+}
+
+const app_server_ops_t app_tcp_ops = {tcp_listen, tcp_naddrs, tcp_addr, tcp_start,
+                                      tcp_stop};
+const app_server_ops_t app_http_ops = {http_listen, http_naddrs, http_addr,
+                                       http_start, http_stop};
 
 int app_listen_all(const app_server_ops_t *ops, void *srv, const char *const *texts,
                    size_t n, const char *prefix)
@@ -116,4 +139,34 @@ void app_print_all(const app_server_ops_t *ops, const void *srv, const char *wha
         ops->addr(srv, i, &a);
         app_print_listening(&a, what);
     }
+}
+
+void app_block_stop_signals(sigset_t *stop_signals)
+{
+    sigemptyset(stop_signals);
+    sigaddset(stop_signals, SIGINT);
+    sigaddset(stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int app_serve(const app_server_ops_t *ops, void *srv, sp_iomanager_t *io,
+              const char *const *texts, size_t n, const char *prefix,
+              sigset_t *stop_signals, int64_t drain_us, int *sig)
+{
+    if (app_listen_all(ops, srv, texts, n, prefix) < 0)
+        return 2;
+    int rc = sp_iomanager_start(io);
+    if (rc == 0)
+        rc = ops->start(srv);
+    if (rc < 0) {
+        fprintf(stderr, "%s %s\n", prefix, strerror(-rc));
+        return 1;
+    }
+    app_print_all(ops, srv, NULL);
+    fflush(stdout); /* tests read the lines through a pipe */
+    sigwait(stop_signals, sig);
+    ops->stop(srv, drain_us);
+    sp_iomanager_stop(io);
+    return 0;
 }

@@ -3,7 +3,10 @@
 #ifndef SPINDLE_APPS_COMMON_H
 #define SPINDLE_APPS_COMMON_H
 
+#include <signal.h>
+
 #include <spindle/http.h>
+#include <spindle/iomanager.h>
 #include <spindle/net.h>
 
 /* GET /plaintext ("Hello, World!", text/plain) and GET /json
@@ -21,12 +24,14 @@ void app_echo(int fd, const sp_addr_t *peer, void *arg);
  * last one: tests read these lines through a pipe. */
 void app_print_listening(const sp_addr_t *a, const char *what);
 
-/* The listening side of a TCP or HTTP server, so the programs set up and
- * report either kind the same way. */
+/* A TCP or HTTP server seen alike, so the programs set up, report and stop
+ * either kind the same way. */
 typedef struct app_server_ops {
     int (*listen)(void *srv, const sp_addr_t *addr);
     int (*naddrs)(const void *srv);
     int (*addr)(const void *srv, int i, sp_addr_t *out);
+    int (*start)(void *srv);
+    void (*stop)(void *srv, int64_t drain_us);
 } app_server_ops_t;
 
 extern const app_server_ops_t app_tcp_ops;  /* sp_tcp_server_t */
@@ -38,5 +43,18 @@ int app_listen_all(const app_server_ops_t *ops, void *srv, const char *const *te
                    size_t n, const char *prefix);
 /* app_print_listening for every address of srv (none for NULL). */
 void app_print_all(const app_server_ops_t *ops, const void *srv, const char *what);
+
+/* Block SIGINT and SIGTERM in the calling thread, before any worker starts
+ * (workers inherit the mask, so the signals wait for app_serve's sigwait),
+ * and ignore SIGPIPE. */
+void app_block_stop_signals(sigset_t *stop_signals);
+/* The life of a one-server program: listen on the address texts, start io
+ * and srv, print where it listens, wait for a stop signal, then stop srv
+ * (drain_us for connections to finish) and io. Returns 0 with the signal in
+ * *sig, or after printing the error "PREFIX ..." the exit status: 2 when an
+ * address failed, 1 when starting did. */
+int app_serve(const app_server_ops_t *ops, void *srv, sp_iomanager_t *io,
+              const char *const *texts, size_t n, const char *prefix,
+              sigset_t *stop_signals, int64_t drain_us, int *sig);
 
 #endif

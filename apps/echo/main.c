@@ -7,7 +7,6 @@
  * kernel chose). SIGINT/SIGTERM stop it gracefully: no new connections,
  * open ones get 5 s to finish, then exit 0.
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,14 +46,8 @@ int main(int argc, char **argv)
     if (!nlisten || workers < 1)
         usage(argv[0]);
 
-    /* Signals go to this thread only (sigwait below); workers inherit the
-     * blocked mask. */
     sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    app_block_stop_signals(&stop_signals);
 
     sp_iomanager_t *io = sp_iomanager_create("echo", workers, false);
     if (!io) {
@@ -63,22 +56,11 @@ int main(int argc, char **argv)
     }
     sp_tcp_server_opts_t opts = {.max_conns = max_conns, .nodelay = true};
     sp_tcp_server_t *srv = sp_tcp_server_create(io, app_echo, NULL, &opts);
-    if (app_listen_all(&app_tcp_ops, srv, listen, (size_t)nlisten, "spindle-echo:") < 0)
-        return 2;
-    int rc = sp_iomanager_start(io);
-    if (rc == 0)
-        rc = sp_tcp_server_start(srv);
-    if (rc < 0) {
-        fprintf(stderr, "spindle-echo: %s\n", strerror(-rc));
-        return 1;
-    }
-    app_print_all(&app_tcp_ops, srv, NULL);
-    fflush(stdout);
-
     int sig;
-    sigwait(&stop_signals, &sig);
-    sp_tcp_server_stop(srv, 5 * 1000000);
-    sp_iomanager_stop(io);
+    int status = app_serve(&app_tcp_ops, srv, io, listen, (size_t)nlisten, "spindle-echo:",
+                           &stop_signals, 5 * 1000000, &sig);
+    if (status)
+        return status;
     sp_tcp_server_stats_t st;
     sp_tcp_server_stats(srv, &st);
     fprintf(stderr, "spindle-echo: stopped (%s); %llu connections served, %llu refused\n",

@@ -88,14 +88,8 @@ int main(int argc, char **argv)
     args_t a;
     parse_args(argc, argv, &a);
 
-    /* Signals go to this thread only (sigwait below); workers inherit the
-     * blocked mask. */
     sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    app_block_stop_signals(&stop_signals);
 
     sp_http_static_t *st;
     sp_http_router_t *routes = make_routes(&a, &st);
@@ -112,22 +106,11 @@ int main(int argc, char **argv)
         perror("spindle-httpd: server");
         return 1;
     }
-    if (app_listen_all(&app_http_ops, srv, a.listen, (size_t)a.nlisten, "spindle-httpd:") < 0)
-        return 2;
-    int rc = sp_iomanager_start(io);
-    if (rc == 0)
-        rc = sp_http_server_start(srv);
-    if (rc < 0) {
-        fprintf(stderr, "spindle-httpd: %s\n", strerror(-rc));
-        return 1;
-    }
-    app_print_all(&app_http_ops, srv, NULL);
-    fflush(stdout); /* tests read the lines through a pipe */
-
     int sig;
-    sigwait(&stop_signals, &sig);
-    sp_http_server_stop(srv, 5 * 1000000);
-    sp_iomanager_stop(io);
+    int status = app_serve(&app_http_ops, srv, io, a.listen, (size_t)a.nlisten,
+                           "spindle-httpd:", &stop_signals, 5 * 1000000, &sig);
+    if (status)
+        return status;
     sp_http_server_stats_t s;
     sp_http_server_stats(srv, &s);
     fprintf(stderr, "spindle-httpd: stopped (%s); %llu connections, %llu requests\n",

@@ -105,8 +105,7 @@ static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
     };
 }
 
-/* listen(addr) for every address of the list; 0 or the first error. */
-/* Listen on every address of a list variable. */
+/* Listen on every address of a list variable; 0 or the first error. */
 static int listen_all(const sp_cvar_t *list, const app_server_ops_t *ops, void *srv)
 {
     const sp_strlist_t *l = sp_cvar_list(list);
