@@ -594,6 +594,36 @@ START_TEST(keep_alive_rules)
 }
 END_TEST
 
+/* A connection that parks with part of a request buffered keeps its bytes
+ * while others on the same worker read and answer theirs (the worker's
+ * input and output buffers are lent to one connection at a time). */
+static void expect_echo_param(client_t *c, int n)
+{
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 200);
+    char want[32];
+    snprintf(want, sizeof want, "param n=%d", n);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), want));
+    resp_free(&r);
+}
+
+START_TEST(partial_request_survives_other_connections)
+{
+    for (int i = 0; i < 8; i++) {
+        client_t *a = client_open(&S.addr), *b = client_open(&S.addr);
+        send_str(a, "GET /echo?n=1 HTTP/1.1\r\nHost: t\r\n\r\nGET /echo?n=2 HTTP/1.1\r\nHo");
+        expect_echo_param(a, 1); /* the rest of a's input waits for more */
+        send_str(b, "GET /echo?n=3 HTTP/1.1\r\nHost: t\r\n\r\n");
+        expect_echo_param(b, 3);
+        send_str(a, "st: t\r\n\r\n");
+        expect_echo_param(a, 2);
+        client_close(a);
+        client_close(b);
+    }
+}
+END_TEST
+
 START_TEST(pipelining_hundred_in_one_write)
 {
     enum { N = 100 };
@@ -1788,7 +1818,8 @@ int main(void)
     Suite *s = suite_create("http");
     ADD_CASE(s, "server", setup_default, server_stop, get_has_length_date_server,
              request_fields_decoded, header_lookup_case_insensitive, keep_alive_rules,
-             pipelining_hundred_in_one_write, request_split_into_single_bytes,
+             pipelining_hundred_in_one_write,
+             partial_request_survives_other_connections, request_split_into_single_bytes,
              chunked_request_body, head_has_headers_without_body, expect_100_continue,
              streamed_response_chunked_and_http10, router_exact_prefix_glob,
              router_405_with_allow, router_default_handler, malformed_requests_400,

@@ -169,13 +169,10 @@ static int header_allowed(const sp_http_response_t *res, const char *name,
     return 0;
 }
 
-int sp_http_response_add_header(sp_http_response_t *res, const char *name,
-                                const char *value)
+/* Append a header line that header_allowed() accepted (n, v: lengths). */
+static int append_header(sp_http_response_t *res, const char *name,
+                         const char *value, size_t n, size_t v)
 {
-    size_t n, v;
-    int rc = header_allowed(res, name, value, &n, &v);
-    if (rc < 0)
-        return rc;
     bool is_length = n == 14 && sp__http_named(name, "content-length");
     if (is_length && (res->has_length || parse_length(value, &res->length) < 0))
         return -EINVAL;
@@ -189,6 +186,14 @@ int sp_http_response_add_header(sp_http_response_t *res, const char *name,
     sp_buf_commit(&res->head, n + v + 4);
     res->has_length |= is_length;
     return 0;
+}
+
+int sp_http_response_add_header(sp_http_response_t *res, const char *name,
+                                const char *value)
+{
+    size_t n, v;
+    int rc = header_allowed(res, name, value, &n, &v);
+    return rc < 0 ? rc : append_header(res, name, value, n, v);
 }
 
 /* Remove every header line called name from the handler's headers. */
@@ -221,7 +226,7 @@ int sp_http_response_set_header(sp_http_response_t *res, const char *name,
     if (rc < 0)
         return rc;
     remove_header(res, name);
-    return sp_http_response_add_header(res, name, value);
+    return append_header(res, name, value, n, v);
 }
 
 int sp_http_response_set_body(sp_http_response_t *res, const void *p, size_t n)
