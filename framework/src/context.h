@@ -25,6 +25,9 @@ void sp__asm_ctx_swap(void **from_sp, void *to_sp);
 /* The same, first prefetching the top of the target stack: for resuming a
  * fiber whose stack has gone cold. */
 void sp__asm_ctx_swap_cold(void **from_sp, void *to_sp);
+/* Prefetch only: a parked fiber's hot line and 1 KiB of stack from `frames`
+ * up. Never faults, whatever the addresses. */
+void sp__asm_ctx_prefetch(const void *fiber, const void *frames);
 
 typedef struct sp_uc_ctx {
     ucontext_t uc;
@@ -39,12 +42,14 @@ typedef sp_uc_ctx_t sp_ctx_t;
 #define sp__ctx_make sp__uc_ctx_make
 #define sp__ctx_swap(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_swap_cold(from, to) sp__uc_ctx_swap((from), (to))
+#define sp__ctx_prefetch(fiber, frames) ((void)(fiber), (void)(frames))
 #define SP_CTX_BACKEND "ucontext"
 #else
 typedef sp_asm_ctx_t sp_ctx_t;
 #define sp__ctx_make sp__asm_ctx_make
 #define sp__ctx_swap(from, to) sp__asm_ctx_swap(&(from)->sp, (to)->sp)
 #define sp__ctx_swap_cold(from, to) sp__asm_ctx_swap_cold(&(from)->sp, (to)->sp)
+#define sp__ctx_prefetch sp__asm_ctx_prefetch
 #if defined(__x86_64__)
 #define SP_CTX_BACKEND "asm-x86_64"
 #elif defined(__aarch64__)

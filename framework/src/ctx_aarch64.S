@@ -4,6 +4,40 @@
  * *from_sp, switches to to_sp and restores the same set from there. */
     .text
 
+/* Ask for the 1 KiB above \reg: the frames a parked fiber returns through. */
+    .macro PREFETCH_FRAMES reg
+    prfm pldl1keep, [\reg, #0]
+    prfm pldl1keep, [\reg, #64]
+    prfm pldl1keep, [\reg, #128]
+    prfm pldl1keep, [\reg, #192]
+    prfm pldl1keep, [\reg, #256]
+    prfm pldl1keep, [\reg, #320]
+    prfm pldl1keep, [\reg, #384]
+    prfm pldl1keep, [\reg, #448]
+    prfm pldl1keep, [\reg, #512]
+    prfm pldl1keep, [\reg, #576]
+    prfm pldl1keep, [\reg, #640]
+    prfm pldl1keep, [\reg, #704]
+    prfm pldl1keep, [\reg, #768]
+    prfm pldl1keep, [\reg, #832]
+    prfm pldl1keep, [\reg, #896]
+    prfm pldl1keep, [\reg, #960]
+    .endm
+
+/* void sp__asm_ctx_prefetch(const void *fiber, const void *frames)
+ * Ask for a parked fiber's hot line and its stack frames, before the code
+ * that will resume it touches them one dependent miss after another. */
+    .globl sp__asm_ctx_prefetch
+    .type sp__asm_ctx_prefetch, %function
+    .align 4
+sp__asm_ctx_prefetch:
+    .cfi_startproc
+    prfm pldl1keep, [x0]
+    PREFETCH_FRAMES x1
+    ret
+    .cfi_endproc
+    .size sp__asm_ctx_prefetch, .-sp__asm_ctx_prefetch
+
 /* void sp__asm_ctx_swap_cold(void **from_sp, void *to_sp)
  * The same switch, for resuming a fiber parked long ago: first ask for the
  * 1 KiB of its stack above to_sp, the frames it returns through, so those
@@ -13,22 +47,7 @@
     .align 4
 sp__asm_ctx_swap_cold:
     .cfi_startproc
-    prfm pldl1keep, [x1, #0]
-    prfm pldl1keep, [x1, #64]
-    prfm pldl1keep, [x1, #128]
-    prfm pldl1keep, [x1, #192]
-    prfm pldl1keep, [x1, #256]
-    prfm pldl1keep, [x1, #320]
-    prfm pldl1keep, [x1, #384]
-    prfm pldl1keep, [x1, #448]
-    prfm pldl1keep, [x1, #512]
-    prfm pldl1keep, [x1, #576]
-    prfm pldl1keep, [x1, #640]
-    prfm pldl1keep, [x1, #704]
-    prfm pldl1keep, [x1, #768]
-    prfm pldl1keep, [x1, #832]
-    prfm pldl1keep, [x1, #896]
-    prfm pldl1keep, [x1, #960]
+    PREFETCH_FRAMES x1
     .cfi_endproc
     .size sp__asm_ctx_swap_cold, .-sp__asm_ctx_swap_cold
     /* falls through */

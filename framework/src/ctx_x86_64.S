@@ -5,6 +5,40 @@
  * to_sp and restores the same set from there. */
     .text
 
+/* Ask for the 1 KiB above \reg: the frames a parked fiber returns through. */
+    .macro PREFETCH_FRAMES reg
+    prefetcht0 0(\reg)
+    prefetcht0 64(\reg)
+    prefetcht0 128(\reg)
+    prefetcht0 192(\reg)
+    prefetcht0 256(\reg)
+    prefetcht0 320(\reg)
+    prefetcht0 384(\reg)
+    prefetcht0 448(\reg)
+    prefetcht0 512(\reg)
+    prefetcht0 576(\reg)
+    prefetcht0 640(\reg)
+    prefetcht0 704(\reg)
+    prefetcht0 768(\reg)
+    prefetcht0 832(\reg)
+    prefetcht0 896(\reg)
+    prefetcht0 960(\reg)
+    .endm
+
+/* void sp__asm_ctx_prefetch(const void *fiber, const void *frames)
+ * Ask for a parked fiber's hot line and its stack frames, before the code
+ * that will resume it touches them one dependent miss after another. */
+    .globl sp__asm_ctx_prefetch
+    .type sp__asm_ctx_prefetch, @function
+    .align 16
+sp__asm_ctx_prefetch:
+    .cfi_startproc
+    prefetcht0 (%rdi)
+    PREFETCH_FRAMES %rsi
+    ret
+    .cfi_endproc
+    .size sp__asm_ctx_prefetch, .-sp__asm_ctx_prefetch
+
 /* void sp__asm_ctx_swap_cold(void **from_sp, void *to_sp)
  * The same switch, for resuming a fiber parked long ago: first ask for the
  * 1 KiB of its stack above to_sp, the frames it returns through. Each of
@@ -15,22 +49,7 @@
     .align 16
 sp__asm_ctx_swap_cold:
     .cfi_startproc
-    prefetcht0 0(%rsi)
-    prefetcht0 64(%rsi)
-    prefetcht0 128(%rsi)
-    prefetcht0 192(%rsi)
-    prefetcht0 256(%rsi)
-    prefetcht0 320(%rsi)
-    prefetcht0 384(%rsi)
-    prefetcht0 448(%rsi)
-    prefetcht0 512(%rsi)
-    prefetcht0 576(%rsi)
-    prefetcht0 640(%rsi)
-    prefetcht0 704(%rsi)
-    prefetcht0 768(%rsi)
-    prefetcht0 832(%rsi)
-    prefetcht0 896(%rsi)
-    prefetcht0 960(%rsi)
+    PREFETCH_FRAMES %rsi
     .cfi_endproc
     .size sp__asm_ctx_swap_cold, .-sp__asm_ctx_swap_cold
     /* falls through (the padding is executed as no-ops) */

@@ -39,6 +39,9 @@ typedef struct sp_io_watch {
     /* Guarded by ctx->lock (the fd's), except as noted. */
     io_waiter_t *waiter; /* armed by a fiber, or */
     sp_fd_ctx_t *ctx;    /* (set once) */
+    /* The armed fiber and its parked frames, for on_ready to prefetch
+     * before it takes the lock; read racily (stale costs a prefetch). */
+    _Atomic uintptr_t hint_fiber, hint_frames;
     sp_io_fn fn;         /* armed with a callback, or neither: idle */
     void *arg;
     sp_iomanager_t *iom; /* (set once) */
@@ -52,6 +55,10 @@ typedef struct sp_io_watch {
     struct sp_io_watch *next; /* inbox link */
     struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
 } sp_io_watch_t;
+
+/* How far below its waiter (in wait_on's frame) a parked fiber's saved
+ * stack pointer sits: 224 bytes with gcc -O2 on x86-64. */
+#define PARK_DEPTH 256
 
 /* What was taken off a watch, to deliver once the lock is released. */
 typedef struct taken {
@@ -262,6 +269,14 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;
     sp_io_watch_t *w = (sp_io_watch_t *)io;
+    /* The fiber's line, its stack and the fd's lock are each likely cold:
+     * ask for all of them at once rather than miss on one after another. */
+    uintptr_t fiber =
+        atomic_load_explicit(&w->hint_fiber, memory_order_relaxed);
+    if (fiber)
+        sp__ctx_prefetch((const void *)fiber,
+                         (const void *)atomic_load_explicit(
+                             &w->hint_frames, memory_order_relaxed));
     taken_t t;
     sp__spin_lock(&w->ctx->lock);
     bool got = !w->retired && take(w, 0, false, &t);
@@ -391,6 +406,11 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
     w->fn = fn;
     w->arg = arg;
     w->seq = *seq = ++ctx->wait_seq[dir];
+    atomic_store_explicit(&w->hint_fiber,
+                          waiter ? (uintptr_t)waiter->base.fiber : 0,
+                          memory_order_relaxed);
+    atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
+                          memory_order_relaxed);
     bool mine = on_owner(w);
     if (!mine && !w->queued) { /* the owner starts it */
         if (!inbox_push(w)) {
