@@ -53,6 +53,8 @@ typedef struct sp_thread {
  * out-of-line call: after a switch a fiber may be on another thread, and the
  * compiler must not reuse a thread-local address computed before it. */
 sp_thread_t *sp__thread(void);
+/* sp__thread()'s first call on a thread: allocates its state. */
+sp_thread_t *sp__thread_first(void);
 /* Same, or NULL if not yet initialised; async-signal-safe. */
 sp_thread_t *sp__thread_peek(void);
 /* errno accessors for the same reason (glibc's __errno_location is const). */

@@ -122,6 +122,17 @@ static void notify(sp_scheduler_t *s, int target, bool bound)
     }
 }
 
+/* The next number for an entry of w's queues. The owner's unlocked pushes
+ * and other threads' locked ones may race here and take the same number:
+ * a tie only leaves their relative order open, and the plain load and
+ * store cost no locked instruction on the owner's wake path. */
+static uint64_t next_seq(sp_worker_t *w)
+{
+    uint64_t v = atomic_load_explicit(&w->seq, memory_order_relaxed);
+    atomic_store_explicit(&w->seq, v + 1, memory_order_relaxed);
+    return v;
+}
+
 static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
 {
     sp_task_t t = *task;
@@ -130,7 +141,7 @@ static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
         pthread_mutex_unlock(&w->lock);
         return -EAGAIN;
     }
-    t.seq = atomic_fetch_add_explicit(&w->seq, 1, memory_order_relaxed);
+    t.seq = next_seq(w);
     t.bound = bound;
     sp_run_queue_t *q = bound ? &w->bound : &w->shared;
     int rc = sp__rq_push(q, &t);
@@ -423,8 +434,7 @@ static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
             return;
         /* Our own wake: the unlocked queue, unless the monitor may have
          * other workers take this worker's started fibers. */
-        sp_task_t t = {.fiber = f, .bound = true,
-                       .seq = atomic_fetch_add_explicit(&w->seq, 1, memory_order_relaxed)};
+        sp_task_t t = {.fiber = f, .bound = true, .seq = next_seq(w)};
         if (!s->migrate_stuck && sp__rq_push(&w->local, &t) == 0)
             return;
     }
@@ -945,12 +955,34 @@ void sp__waiter_init(sp_waiter_t *w)
     w->result = 0;
     atomic_init(&w->promised, 0);
     atomic_init(&w->delivered, 0);
+    w->sole = false;
+}
+
+void sp__waiter_init_sole(sp_waiter_t *w)
+{
+    sp__waiter_init(w);
+    w->sole = true;
 }
 
 void sp__waiter_promise(sp_waiter_t *w, int result)
 {
+    if (w->sole) { /* the only writer: no locked add */
+        w->result = result;
+        atomic_store_explicit(&w->promised, 1, memory_order_relaxed);
+        return;
+    }
     if (atomic_fetch_add(&w->promised, 1) == 0)
         w->result = result;
+}
+
+/* Publishes everything the waker wrote: the waiter reads it once it sees
+ * delivered catch up with promised. */
+static void mark_delivered(sp_waiter_t *w)
+{
+    if (w->sole)
+        atomic_store_explicit(&w->delivered, 1, memory_order_release);
+    else
+        atomic_fetch_add(&w->delivered, 1);
 }
 
 /* True on the thread of the worker f runs on: f cannot run meanwhile. */
@@ -964,13 +996,13 @@ void sp__waiter_deliver(sp_waiter_t *w, bool wake)
 {
     struct sp_fiber *f = w->fiber;
     if (wake && on_home_worker(f)) { /* no pins: f cannot run before we are done */
-        atomic_fetch_add(&w->delivered, 1);
+        mark_delivered(w);
         sp_wake(f);
         return;
     }
     if (wake) /* the fiber may return and finish once we mark delivery */
         atomic_fetch_add(&f->pins, 1);
-    atomic_fetch_add(&w->delivered, 1); /* last touch of w */
+    mark_delivered(w); /* last touch of w */
     if (wake) {
         sp_wake(f);
         atomic_fetch_sub(&f->pins, 1);
@@ -982,7 +1014,7 @@ struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w)
     struct sp_fiber *f = w->fiber;
     /* No pins: f runs only on its worker, this thread, busy here; if it
      * belongs elsewhere, f is not touched after it is queued. */
-    atomic_fetch_add(&w->delivered, 1);
+    mark_delivered(w);
     if (!wake_claim(f))
         return NULL;
     if (on_home_worker(f))

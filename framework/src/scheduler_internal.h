@@ -42,10 +42,10 @@ typedef struct sp_sched_ops {
 enum { SP_TICK_TASKS = 64 };
 
 typedef struct sp_worker {
-    _Alignas(64) pthread_mutex_t lock; /* guards both queues and seq */
+    _Alignas(64) pthread_mutex_t lock; /* guards the shared and bound queues */
     sp_run_queue_t shared;             /* unbound: others may steal */
     sp_run_queue_t bound;              /* bound here: never stolen */
-    _Atomic uint64_t seq; /* numbers entries of all three queues */
+    _Atomic uint64_t seq; /* numbers entries of all three queues (next_seq) */
     /* Owner only, no lock: fibers this worker woke itself (a channel, a
      * mutex, a yield), in the same order as the locked queues. */
     sp_run_queue_t local;
@@ -170,9 +170,13 @@ typedef struct sp_waiter {
     int result;
     _Atomic int promised;  /* wakers that will still touch us */
     _Atomic int delivered; /* wakers that are done with us */
+    bool sole; /* at most one waker, ever: counts without locked adds */
 } sp_waiter_t;
 
 void sp__waiter_init(sp_waiter_t *w);
+/* For a wait that something else lets only one waker reach (the sync
+ * primitives' claim): promise and delivery are then plain stores. */
+void sp__waiter_init_sole(sp_waiter_t *w);
 void sp__waiter_promise(sp_waiter_t *w, int result);
 void sp__waiter_deliver(sp_waiter_t *w, bool wake);
 /* Deliver and wake, on the calling worker's thread: returns the fiber if

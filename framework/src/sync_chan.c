@@ -204,10 +204,7 @@ static int transfer(sp_chan_t *ch, int op, void *buf, int64_t timeout_us)
     sp__wq_push(queue_of(ch, op), &n);
     sp__spin_unlock(&ch->lk);
     rc = sp__wait_block(&w);
-    sp__spin_lock(&ch->lk);
-    if (n.queued)
-        sp__wq_remove(queue_of(ch, op), &n);
-    sp__spin_unlock(&ch->lk);
+    sp__wnode_withdraw(&ch->lk, queue_of(ch, op), &w, &n);
     sp__wait_end(&w);
     return rc;
 }
@@ -357,14 +354,10 @@ int sp_chan_select(sp_chan_op_t *ops, int n, int64_t timeout_us)
     }
     unlock_all(chans, nlock);
     rc = sp__wait_block(&w);
-    for (int i = 0; i < n; i++) {
-        if (!ops[i].chan)
-            continue;
-        sp__spin_lock(&ops[i].chan->lk);
-        if (nodes[i].queued)
-            sp__wq_remove(queue_of(ops[i].chan, ops[i].op), &nodes[i]);
-        sp__spin_unlock(&ops[i].chan->lk);
-    }
+    for (int i = 0; i < n; i++)
+        if (ops[i].chan)
+            sp__wnode_withdraw(&ops[i].chan->lk,
+                               queue_of(ops[i].chan, ops[i].op), &w, &nodes[i]);
     sp__wnode_t *won = w.winner;
     sp__wait_end(&w);
     if (!won)

@@ -93,6 +93,19 @@ void sp__wait_deliver(sp__wait_t *w);
  * sp__wait_begin's error. */
 int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us);
 
+/* After sp__wait_block: may n still be in its queue? Not if the wait was
+ * claimed through n (the claimer took n off under the queue's lock before
+ * it delivered); then withdrawing n needs no lock. */
+static inline bool sp__wnode_may_be_queued(const sp__wait_t *w,
+                                           const sp__wnode_t *n)
+{
+    return w->winner != n;
+}
+/* After sp__wait_block: take n, w's node, off q (guarded by lk) if it is
+ * still there. */
+void sp__wnode_withdraw(sp_spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
+                        sp__wnode_t *n);
+
 /* Claim w directly (the waiter itself, or code that found it in a queue
  * and removed the node on its own). false if already claimed. */
 bool sp__wait_claim(sp__wait_t *w, sp__wnode_t *via, int result);

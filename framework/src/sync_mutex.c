@@ -239,10 +239,7 @@ int sp_cond_wait(sp_cond_t *c, sp_mutex_t *m, int64_t timeout_us)
     sp__spin_unlock(&c->lk);
     sp_mutex_unlock(m);
     rc = sp__wait_block(&w);
-    sp__spin_lock(&c->lk);
-    if (n.queued)
-        sp__wq_remove(&c->q, &n);
-    sp__spin_unlock(&c->lk);
+    sp__wnode_withdraw(&c->lk, &c->q, &w, &n);
     sp__wait_end(&w);
     sp_mutex_lock(m);
     return rc;

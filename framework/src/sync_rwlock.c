@@ -86,14 +86,16 @@ static int lock(sp_rwlock_t *rw, int kind, int64_t timeout_us)
     sp__wq_push(&rw->q, &n);
     sp__spin_unlock(&rw->lk);
     rc = sp__wait_block(&w);
-    sp__dlist_t d = {NULL};
-    sp__spin_lock(&rw->lk);
-    if (n.queued) {
-        sp__wq_remove(&rw->q, &n);
-        grant(rw, &d);
+    if (sp__wnode_may_be_queued(&w, &n)) { /* timed out */
+        sp__dlist_t d = {NULL};
+        sp__spin_lock(&rw->lk);
+        if (n.queued) {
+            sp__wq_remove(&rw->q, &n);
+            grant(rw, &d); /* we may have been what held others back */
+        }
+        sp__spin_unlock(&rw->lk);
+        sp__dlist_deliver(&d);
     }
-    sp__spin_unlock(&rw->lk);
-    sp__dlist_deliver(&d);
     sp__wait_end(&w);
     return rc;
 }

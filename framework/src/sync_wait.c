@@ -169,7 +169,7 @@ int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
                 return -ENOTSUP; /* no timers on a plain scheduler */
             w->worker = ((sp_worker_t *)t->worker)->index;
         }
-        sp__waiter_init(&w->w);
+        sp__waiter_init_sole(&w->w); /* only the claimer promises */
         return 0;
     }
     w->mode = SP__WAIT_THREAD;
@@ -191,7 +191,7 @@ void sp__wait_rearm(sp__wait_t *w)
     w->result = 0;
     w->winner = NULL;
     if (w->mode == SP__WAIT_FIBER)
-        sp__waiter_init(&w->w);
+        sp__waiter_init_sole(&w->w);
     else
         w->done = false;
 }
@@ -213,8 +213,10 @@ static int block_fiber(sp__wait_t *w)
                                       delay, on_timeout, w, &tid);
         /* No timer (ENOMEM): end the wait with that error, unless a waker
          * got it first. */
-        if (rc < 0 && sp__wait_claim(w, NULL, rc))
+        if (rc < 0 && sp__wait_claim(w, NULL, rc)) {
+            sp__waiter_deliver(&w->w, false); /* settle must not wait */
             return rc;
+        }
     }
     sp__waiter_wait(&w->w);
     if (tid)
@@ -261,6 +263,17 @@ void sp__wait_end(sp__wait_t *w)
     }
 }
 
+void sp__wnode_withdraw(sp_spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
+                        sp__wnode_t *n)
+{
+    if (!sp__wnode_may_be_queued(w, n))
+        return;
+    sp__spin_lock(lk);
+    if (n->queued)
+        sp__wq_remove(q, n);
+    sp__spin_unlock(lk);
+}
+
 int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us)
 {
     if (timeout_us == 0) {
@@ -277,10 +290,7 @@ int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us)
     sp__wq_push(q, &n);
     sp__spin_unlock(lk);
     rc = sp__wait_block(&w);
-    sp__spin_lock(lk);
-    if (n.queued)
-        sp__wq_remove(q, &n);
-    sp__spin_unlock(lk);
+    sp__wnode_withdraw(lk, q, &w, &n);
     sp__wait_end(&w);
     return rc;
 }

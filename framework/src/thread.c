@@ -49,16 +49,23 @@ static void thread_init(sp_thread_t *t)
     pthread_setspecific(fini_key, t);
 }
 
+/* Out of line (external, so not inlined as a once-called static would
+ * be): sp__thread() itself stays a load, a test and a return, with no
+ * registers to save. */
+sp_thread_t *sp__thread_first(void)
+{
+    sp_thread_t *t = calloc(1, sizeof *t);
+    if (!t)
+        abort(); /* no memory for the thread's first fiber call */
+    thread_init(t);
+    self = t;
+    return t;
+}
+
 sp_thread_t *sp__thread(void)
 {
-    if (!self) {
-        sp_thread_t *t = calloc(1, sizeof *t);
-        if (!t)
-            abort(); /* no memory for the thread's first fiber call */
-        thread_init(t);
-        self = t;
-    }
-    return self;
+    sp_thread_t *t = self;
+    return t ? t : sp__thread_first();
 }
 
 sp_thread_t *sp__thread_peek(void)
