@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <spindle/iomanager.h>
 #include <spindle/scheduler.h>
@@ -1153,6 +1155,88 @@ START_TEST(timed_waits_never_early)
 }
 END_TEST
 
+/* ---- direct hand-off ------------------------------------------------------
+ * Two fibers in a channel ping-pong on one worker hand the thread straight
+ * to each other, never returning to the worker loop on their own: the loop
+ * must still get its turn to poll, or a timer and an fd wait on the same
+ * worker would starve. The ping-pong runs until the waiting fiber has seen
+ * both, or gives up after HP_LIMIT_NS (the failure). */
+
+enum { HP_LIMIT_NS = 10 * 1000 * 1000 * 1000LL };
+
+static sp_chan_t *hp_ping, *hp_pong, *hp_started;
+static _Atomic int hp_stop, hp_slept, hp_read, hp_stopped;
+static _Atomic long hp_rounds;
+static int hp_fds[2];
+
+static void hp_pinger(void *arg)
+{
+    (void)arg;
+    int one = 1;
+    ck_assert_int_eq(sp_chan_send(hp_started, &one, SP_FOREVER), 0);
+    uint64_t t0 = sp_now_ns();
+    long v = 0;
+    while (!atomic_load(&hp_stop) &&
+           ((v & 1023) || sp_now_ns() - t0 < HP_LIMIT_NS)) {
+        ck_assert_int_eq(sp_chan_send(hp_ping, &v, SP_FOREVER), 0);
+        ck_assert_int_eq(sp_chan_recv(hp_pong, &v, SP_FOREVER), 0);
+        v++;
+    }
+    atomic_store(&hp_rounds, v);
+    atomic_store(&hp_stopped, atomic_load(&hp_stop)); /* not by the limit */
+    v = -1; /* ends the ponger */
+    ck_assert_int_eq(sp_chan_send(hp_ping, &v, SP_FOREVER), 0);
+}
+
+static void hp_ponger(void *arg)
+{
+    (void)arg;
+    long v;
+    for (;;) {
+        ck_assert_int_eq(sp_chan_recv(hp_ping, &v, SP_FOREVER), 0);
+        if (v < 0)
+            break;
+        ck_assert_int_eq(sp_chan_send(hp_pong, &v, SP_FOREVER), 0);
+    }
+}
+
+static void hp_waiter(void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(sp_sleep_us(2000), 0);
+    atomic_store(&hp_slept, 1);
+    if (sp_io_wait(hp_fds[0], SP_IO_READ, HP_LIMIT_NS / 1000) == 0)
+        atomic_store(&hp_read, 1);
+    atomic_store(&hp_stop, 1);
+}
+
+START_TEST(handoff_leaves_room_for_timers_and_fds)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, hp_fds), 0);
+    hp_ping = sp_chan_create(sizeof(long), 0);
+    hp_pong = sp_chan_create(sizeof(long), 0);
+    hp_started = sp_chan_create(sizeof(int), 1);
+    sp_iomanager_t *io = io_new(1);
+    go(io, hp_waiter, NULL, 0);
+    go(io, hp_pinger, NULL, 0);
+    go(io, hp_ponger, NULL, 0);
+    int one;
+    ck_assert_int_eq(sp_chan_recv(hp_started, &one, HP_LIMIT_NS / 1000), 0);
+    ck_assert_int_eq(write(hp_fds[1], "x", 1), 1);
+    io_end(io);
+    ck_assert_msg(atomic_load(&hp_stopped),
+                  "the ping-pong starved the worker's poll (%ld rounds)",
+                  atomic_load(&hp_rounds));
+    ck_assert(atomic_load(&hp_slept) && atomic_load(&hp_read));
+    ck_assert_int_gt(atomic_load(&hp_rounds), 0);
+    sp_chan_destroy(hp_ping);
+    sp_chan_destroy(hp_pong);
+    sp_chan_destroy(hp_started);
+    close(hp_fds[0]);
+    close(hp_fds[1]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sync");
@@ -1182,6 +1266,7 @@ int main(void)
     tcase_add_test(tc, select_stress_exactly_once);
     tcase_add_test(tc, select_send_timeout_and_closed);
     tcase_add_test(tc, timed_waits_never_early);
+    tcase_add_test(tc, handoff_leaves_room_for_timers_and_fds);
     suite_add_tcase(s, tc);
     return sp_test_run(s);
 }

@@ -49,6 +49,11 @@ static void switch_done(void *asan_fake_stack)
 #else
     (void)asan_fake_stack;
 #endif
+    if (t->after_switch) {
+        void (*fn)(struct sp_fiber *) = t->after_switch;
+        t->after_switch = NULL;
+        fn(t->prev);
+    }
     sp__errno_set(t->current->saved_errno);
 }
 

@@ -43,6 +43,9 @@ typedef struct sp_thread {
     struct sp_fiber root;
     struct sp_fiber *current;
     struct sp_fiber *prev; /* the fiber being switched away from */
+    /* Set just before a switch: run once on the side switched to, with the
+     * fiber switched away from (whose context is saved by then). */
+    void (*after_switch)(struct sp_fiber *prev);
     void *worker;          /* scheduler worker run by this thread, or NULL */
     bool hooks_off;        /* sp_hook_enable(false) on this thread */
     uint64_t next_id, id_end;
