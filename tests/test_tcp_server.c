@@ -304,8 +304,9 @@ typedef struct proc {
     int port;
 } proc_t;
 
-/* Start spindle-echo with a file limit (0 = inherit) and read its port. */
-static void echo_start(proc_t *p, rlim_t nofile)
+/* Start spindle-echo with a file limit (0 = inherit) and `workers`, and
+ * read its port. */
+static void echo_start(proc_t *p, rlim_t nofile, const char *workers)
 {
     int pipefd[2];
     ck_assert_int_eq(pipe(pipefd), 0);
@@ -319,7 +320,7 @@ static void echo_start(proc_t *p, rlim_t nofile)
             setrlimit(RLIMIT_NOFILE, &rl);
         }
         execl(SPINDLE_ECHO, "spindle-echo", "--listen", "127.0.0.1:0",
-              "--workers", "2", (char *)NULL);
+              "--workers", workers, (char *)NULL);
         _exit(127);
     }
     close(pipefd[1]);
@@ -358,7 +359,7 @@ static sp_addr_t local(int port)
 START_TEST(echo_program_with_nc)
 {
     proc_t p;
-    echo_start(&p, 0);
+    echo_start(&p, 0, "2");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "printf 'one\\ntwo\\n' | nc -N 127.0.0.1 %d", p.port);
     FILE *nc = popen(cmd, "r");
@@ -373,11 +374,46 @@ START_TEST(echo_program_with_nc)
 }
 END_TEST
 
+static int threads_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* --workers 1: one thread in all (the main thread serves), and the stop
+ * signal, read by a fiber, still drains: a connection open at SIGTERM is
+ * served until it closes, then the program exits 0. */
+START_TEST(echo_program_single_threaded)
+{
+    proc_t p;
+    echo_start(&p, 0, "1");
+    ck_assert_int_eq(threads_of(p.pid), 1);
+    sp_addr_t a = local(p.port);
+    int fd = client(&a);
+    roundtrip(fd, "before");
+    ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
+    roundtrip(fd, "during the drain");
+    close(fd);
+    int status;
+    ck_assert_int_eq(waitpid(p.pid, &status, 0), p.pid);
+    close(p.out);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
 /* The load tool against the echo program: every message checked. */
 START_TEST(load_tool_against_echo_program)
 {
     proc_t p;
-    echo_start(&p, 0);
+    echo_start(&p, 0, "2");
     char cmd[256];
     snprintf(cmd, sizeof cmd, "%s --connect 127.0.0.1:%d --conns 20 --size 100 --duration 0.5",
              SPINDLE_ECHO_LOAD, p.port);
@@ -401,7 +437,7 @@ END_TEST
 START_TEST(echo_program_survives_emfile)
 {
     proc_t p;
-    echo_start(&p, 40);
+    echo_start(&p, 40, "2");
     sp_addr_t a = local(p.port);
     enum { N = 60 };
     int fds[N], served = 0, shed = 0;
@@ -452,6 +488,7 @@ int main(void)
     tcase_add_test(tc, connection_limit_refuses);
     tcase_add_test(tc, graceful_stop_with_open_connections);
     tcase_add_test(tc, echo_program_with_nc);
+    tcase_add_test(tc, echo_program_single_threaded);
     tcase_add_test(tc, echo_program_survives_emfile);
     tcase_add_test(tc, load_tool_against_echo_program);
     suite_add_tcase(s, tc);

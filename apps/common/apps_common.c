@@ -1,5 +1,6 @@
 /* See apps_common.h. */
 #include <pthread.h>
+#include <sys/signalfd.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -150,23 +151,59 @@ void app_block_stop_signals(sigset_t *stop_signals)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* What the stop fiber needs. */
+typedef struct stop_watch {
+    const app_server_ops_t *ops;
+    void *srv;
+    int fd; /* signalfd of the stop signals */
+    int64_t drain_us;
+    int sig;
+} stop_watch_t;
+
+/* A fiber: wait for a stop signal on the signalfd (the signals are blocked
+ * in every thread, so they stay pending for it), then drain and stop the
+ * server; the last task to end, it lets sp_iomanager_stop() return. */
+static void stop_on_signal(void *arg)
+{
+    stop_watch_t *sw = arg;
+    struct signalfd_siginfo si;
+    int rc;
+    while ((rc = sp_io_wait(sw->fd, SP_IO_READ, -1)) == 0 &&
+           read(sw->fd, &si, sizeof si) != (ssize_t)sizeof si)
+        ;
+    sw->sig = rc == 0 ? (int)si.ssi_signo : SIGTERM;
+    sw->ops->stop(sw->srv, sw->drain_us);
+}
+
 int app_serve(const app_server_ops_t *ops, void *srv, sp_iomanager_t *io,
               const char *const *texts, size_t n, const char *prefix,
               sigset_t *stop_signals, int64_t drain_us, int *sig)
 {
-    if (app_listen_all(ops, srv, texts, n, prefix) < 0)
+    stop_watch_t sw = {ops, srv, -1, drain_us, 0};
+    sw.fd = signalfd(-1, stop_signals, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sw.fd < 0) {
+        fprintf(stderr, "%s signalfd: %s\n", prefix, strerror(errno));
+        return 1;
+    }
+    if (app_listen_all(ops, srv, texts, n, prefix) < 0) {
+        close(sw.fd);
         return 2;
+    }
     int rc = sp_iomanager_start(io);
     if (rc == 0)
         rc = ops->start(srv);
+    if (rc == 0)
+        rc = sp_schedule(sp_iomanager_scheduler(io), stop_on_signal, &sw,
+                         SP_ANY_WORKER);
     if (rc < 0) {
         fprintf(stderr, "%s %s\n", prefix, strerror(-rc));
+        close(sw.fd);
         return 1;
     }
     app_print_all(ops, srv, NULL);
     fflush(stdout); /* tests read the lines through a pipe */
-    sigwait(stop_signals, sig);
-    ops->stop(srv, drain_us);
-    sp_iomanager_stop(io);
+    sp_iomanager_stop(io); /* this thread is worker 0 until all is done */
+    close(sw.fd);
+    *sig = sw.sig;
     return 0;
 }

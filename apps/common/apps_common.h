@@ -45,14 +45,17 @@ int app_listen_all(const app_server_ops_t *ops, void *srv, const char *const *te
 void app_print_all(const app_server_ops_t *ops, const void *srv, const char *what);
 
 /* Block SIGINT and SIGTERM in the calling thread, before any worker starts
- * (workers inherit the mask, so the signals wait for app_serve's sigwait),
- * and ignore SIGPIPE. */
+ * (workers inherit the mask, so the signals stay pending for app_serve's
+ * signalfd), and ignore SIGPIPE. */
 void app_block_stop_signals(sigset_t *stop_signals);
 /* The life of a one-server program: listen on the address texts, start io
- * and srv, print where it listens, wait for a stop signal, then stop srv
- * (drain_us for connections to finish) and io. Returns 0 with the signal in
- * *sig, or after printing the error "PREFIX ..." the exit status: 2 when an
- * address failed, 1 when starting did. */
+ * and srv, print where it listens, then serve on the calling thread too
+ * (io must be created with use_caller: with one worker the process has one
+ * thread, and the kernel skips the file reference counting it does on
+ * every read and write of a multi-threaded process) until a stop signal;
+ * then stop srv (drain_us for connections to finish) and io. Returns 0 with
+ * the signal in *sig, or after printing the error "PREFIX ..." the exit
+ * status: 2 when an address failed, 1 when starting did. */
 int app_serve(const app_server_ops_t *ops, void *srv, sp_iomanager_t *io,
               const char *const *texts, size_t n, const char *prefix,
               sigset_t *stop_signals, int64_t drain_us, int *sig);

@@ -5,7 +5,8 @@
  *
  * Prints "listening on ADDR" for each address (port 0 shows the port the
  * kernel chose). SIGINT/SIGTERM stop it gracefully: no new connections,
- * open ones get 5 s to finish, then exit 0.
+ * open ones get 5 s to finish, then exit 0. --workers counts the main
+ * thread, which serves too: with 1 the process is single-threaded.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
     sigset_t stop_signals;
     app_block_stop_signals(&stop_signals);
 
-    sp_iomanager_t *io = sp_iomanager_create("echo", workers, false);
+    sp_iomanager_t *io = sp_iomanager_create("echo", workers, true);
     if (!io) {
         perror("spindle-echo: iomanager");
         return 1;

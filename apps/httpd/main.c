@@ -9,7 +9,9 @@
  * stderr (the "http.access" logger). Prints "listening on ADDR" for each
  * address (port 0 shows the port the kernel chose). SIGINT/SIGTERM stop it
  * gracefully: no new connections, idle ones closed, requests in progress
- * get 5 s to finish, then exit 0. It stays in the foreground.
+ * get 5 s to finish, then exit 0. It stays in the foreground. --workers
+ * counts the main thread, which serves too: with 1 the process is
+ * single-threaded.
  */
 #include <errno.h>
 #include <signal.h>
@@ -93,7 +95,7 @@ int main(int argc, char **argv)
 
     sp_http_static_t *st;
     sp_http_router_t *routes = make_routes(&a, &st);
-    sp_iomanager_t *io = sp_iomanager_create("httpd", a.workers, false);
+    sp_iomanager_t *io = sp_iomanager_create("httpd", a.workers, true);
     if (!routes || !io) {
         perror("spindle-httpd");
         return 1;
