@@ -99,7 +99,8 @@ static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
     sp__http_deadline_set(c->deadline, deadline);
     ssize_t n = sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size, 0,
                                    &c->drained);
-    if (sp__http_deadline_clear(c->deadline) && n == -ECANCELED)
+    sp__http_deadline_clear(c->deadline);
+    if (n == -ECANCELED && sp__http_deadline_expired(c->deadline))
         return -ETIMEDOUT;
     return n;
 }

@@ -108,9 +108,18 @@ void sp__http_deadline_set(sp__http_deadline_t *d, uint64_t at_ns)
     arm(d, at_ns, sp_now_ns());
 }
 
-bool sp__http_deadline_clear(sp__http_deadline_t *d)
+void sp__http_deadline_clear(sp__http_deadline_t *d)
 {
-    atomic_store(&d->at, 0);
+    /* A plain store: d is usually a cold line by the time a read ends, and
+     * a locked store (or a load) would wait for it. Nothing needs the
+     * order: a timer that still sees the old deadline at most cancels a
+     * wait that is no longer there. */
+    atomic_store_explicit(&d->at, 0, memory_order_release);
+}
+
+bool sp__http_deadline_expired(const sp__http_deadline_t *d)
+{
+    /* The timer set it before the cancel that ended the read. */
     return atomic_load(&d->expired);
 }
 

@@ -129,8 +129,11 @@ typedef struct sp__http_deadline sp__http_deadline_t;
 sp__http_deadline_t *sp__http_deadline_new(int fd);
 /* The read about to start must end by at_ns (sp_now_ns clock; 0: none). */
 void sp__http_deadline_set(sp__http_deadline_t *d, uint64_t at_ns);
-/* The read ended; true if the deadline cancelled its wait (-ECANCELED). */
-bool sp__http_deadline_clear(sp__http_deadline_t *d);
+/* The read ended. */
+void sp__http_deadline_clear(sp__http_deadline_t *d);
+/* After a read that ended with -ECANCELED and sp__http_deadline_clear():
+ * did the deadline cancel it? */
+bool sp__http_deadline_expired(const sp__http_deadline_t *d);
 void sp__http_deadline_free(sp__http_deadline_t *d);
 
 /* ---- responses: http_response.c ------------------------------------------ */
