@@ -406,11 +406,12 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
     w->fn = fn;
     w->arg = arg;
     w->seq = *seq = ++ctx->wait_seq[dir];
-    atomic_store_explicit(&w->hint_fiber,
-                          waiter ? (uintptr_t)waiter->base.fiber : 0,
-                          memory_order_relaxed);
-    atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
-                          memory_order_relaxed);
+    /* on_ready's prefetch hints; none for a callback. */
+    uintptr_t fiber = waiter ? (uintptr_t)waiter->base.fiber : 0;
+    if (fiber)
+        atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
+                              memory_order_relaxed);
+    atomic_store_explicit(&w->hint_fiber, fiber, memory_order_relaxed);
     bool mine = on_owner(w);
     if (!mine && !w->queued) { /* the owner starts it */
         if (!inbox_push(w)) {
