@@ -362,8 +362,9 @@ static void write_file(const char *name, const char *text)
     fclose(f);
 }
 
-/* The static tree: index.html, a.txt, sub/ (index), empty.txt, big.bin,
- * link-in -> a.txt, link-out -> /etc/passwd, and a secret next to it. */
+/* The static tree: index.html, a.txt, sub/ (index), "100%/", "q?x/" and
+ * "a b/" (indexes holding their names), empty.txt, big.bin, link-in ->
+ * a.txt, link-out -> /etc/passwd, and a secret next to it. */
 static void make_root(void)
 {
     snprintf(root_dir, sizeof root_dir, "/tmp/spindle-http-%d", getpid());
@@ -375,6 +376,14 @@ static void make_root(void)
     snprintf(path, sizeof path, "%s/sub", root_dir);
     mkdir(path, 0755);
     write_file("sub/index.html", "sub index");
+    /* Directory names that mean something in a URL once decoded. */
+    const char *odd[] = {"100%", "q?x", "a b"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", root_dir, odd[i]);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/index.html", odd[i]);
+        write_file(path, odd[i]);
+    }
     snprintf(path, sizeof path, "%s/big.bin", root_dir);
     FILE *f = fopen(path, "w");
     for (int i = 0; i < (4 << 20); i++)
@@ -851,6 +860,15 @@ START_TEST(malformed_requests_400)
     expect_refused(nul, sizeof nul - 1, 400);
     refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n", 400);
     refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400);
+    refused("FOO /hello HTTP/1.1\r\nHost: t\r\n\r\n", 501); /* well formed, unknown */
+    static const char tls_hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n";
+    expect_refused(tls_hello, sizeof tls_hello - 1, 400);
+    refused("GET /a\tb HTTP/1.1\r\nHost: t\r\n\r\n", 400); /* control bytes in the target */
+    refused("GET /a\x7f HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    refused("GET /a\x0c HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    /* Obsolete line folding, on any header. */
+    refused("GET /hello HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\tx\r\n\r\n", 400);
 }
 END_TEST
 
@@ -901,6 +919,12 @@ START_TEST(limits_414_431_413)
     refused(req2, 431);
     /* Body over 1 MiB: by Content-Length, and chunked as it grows. */
     refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\n", 413);
+    /* A chunk size over the limit is refused at its size line: no byte of
+     * it is sent (a server that waited would answer 408 much later). */
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "7FFFFFFFFFFFFFFF\r\n", 413);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "10\r\n0123456789abcdef\r\n100000\r\n", 413);
     char *chunk = repeat('c', 0x10000);
     n = (size_t)sprintf(req2, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
     client_t *c = client_open(&S.addr);
@@ -1260,15 +1284,84 @@ START_TEST(static_ranges_and_conditional)
                  "If-Modified-Since: Friday, 31-Dec-99 23:59:59 GMT\r\n\r\n", &r);
     ck_assert_int_eq(r.status, 200); /* obsolete form, parsed */
     resp_free(&r);
+    char now[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(now, sizeof now, "%a %b %e %H:%M:%S %Y", gmtime_r(&t, &tm));
+    snprintf(req, sizeof req, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: %s\r\n\r\n",
+             now);
+    roundtrip(c, req, &r);
+    ck_assert_int_eq(r.status, 304); /* asctime form, now */
+    resp_free(&r);
     roundtrip(c, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\n"
-                 "If-Modified-Since: Fri Dec 31 23:59:59 2100\r\n\r\n", &r);
-    ck_assert_int_eq(r.status, 304); /* asctime form, in the future */
+                 "If-Modified-Since: Fri, 31 Dec 2100 23:59:59 GMT\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200); /* a date in the future is ignored */
     resp_free(&r);
     roundtrip(c, "GET /static/a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: garbage\r\n\r\n",
               &r);
     ck_assert_int_eq(r.status, 200);
     resp_free(&r);
     client_close(c);
+}
+END_TEST
+
+START_TEST(static_if_range_and_huge_ranges)
+{
+    char lm[64], req[256], v[64];
+    resp_t r = once(GET("/static/a.txt"));
+    ck_assert_ptr_nonnull(hdr(&r, "last-modified", lm, sizeof lm));
+    resp_free(&r);
+    /* If-Range with our validator: the range; with another: the whole file. */
+    snprintf(req, sizeof req,
+             "GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1\r\nIf-Range: %s\r\n\r\n", lm);
+    r = once(req);
+    ck_assert_int_eq(r.status, 206);
+    ck_assert_str_eq(body_str(&r), "01");
+    resp_free(&r);
+    const char *other[] = {"Sun, 06 Nov 1994 08:49:37 GMT", "\"some-etag\"", "garbage"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(req, sizeof req,
+                 "GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1\r\nIf-Range: %s\r\n\r\n",
+                 other[i]);
+        r = once(req);
+        ck_assert_msg(r.status == 200, "If-Range %s: %d", other[i], r.status);
+        ck_assert_str_eq(body_str(&r), "0123456789abcdef");
+        resp_free(&r);
+    }
+    /* Positions past 2^64: a first byte beyond the file is unsatisfiable,
+     * a last one means "to the end". */
+    r = once("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=18446744073709551616-\r\n\r\n");
+    ck_assert_int_eq(r.status, 416);
+    ck_assert_str_eq(hdr(&r, "content-range", v, sizeof v), "bytes */16");
+    resp_free(&r);
+    ck_assert_int_eq(status_of("GET /static/a.txt HTTP/1.1\r\nHost: t\r\n"
+                               "Range: bytes=99999999999999999999999-\r\n\r\n"), 416);
+    check_body("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=10-99999999999999999999999\r\n\r\n",
+               "abcdef");
+}
+END_TEST
+
+START_TEST(static_redirect_location_encoded)
+{
+    struct {
+        const char *get, *location, *body;
+    } cases[] = {
+        {"/static/100%25", "/static/100%25/", "100%"},
+        {"/static/q%3Fx", "/static/q%3Fx/", "q?x"},
+        {"/static/a%20b", "/static/a%20b/", "a b"},
+        {"/static/sub?q=1&r=%20", "/static/sub/?q=1&r=%20", "sub index"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char req[256], v[128];
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", cases[i].get);
+        resp_t r = once(req);
+        ck_assert_int_eq(r.status, 301);
+        ck_assert_str_eq(hdr(&r, "location", v, sizeof v), cases[i].location);
+        resp_free(&r);
+        /* Following it reaches the directory's index. */
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", cases[i].location);
+        check_body(req, cases[i].body);
+    }
 }
 END_TEST
 
@@ -1309,6 +1402,10 @@ START_TEST(access_log_line_per_request)
     ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /hello?x=1\" 200 5 "));
     ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /missing\" 404 14 "));
     ck_assert_ptr_nonnull(strstr(log_lines, "\"- -\" 400 "));
+    /* A quote or backslash in the target cannot end the field early. */
+    status_of(GET("/hello?q=\"x\"\\"));
+    ck_assert_int_eq(sp_log_flush(), 0);
+    ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /hello?q=\\x22x\\x22\\x5C\" 200 "));
     ck_assert_ptr_nonnull(strstr(log_lines, "us\n"));
 }
 END_TEST
@@ -1471,7 +1568,38 @@ START_TEST(httpd_with_curl)
              "--data-binary @- http://127.0.0.1:%d/a.txt",
              p.port);
     ck_assert_str_eq(run(cmd), "405");
+    /* A directory asked for as "//sub" is redirected within this site,
+     * never to a "//sub/" a browser would read as another host. An
+     * absolute-form target without a path asks for "/". */
+    sp_addr_t a;
+    snprintf(cmd, sizeof cmd, "127.0.0.1:%d", p.port);
+    ck_assert_int_eq(sp_addr_parse(cmd, &a), 0);
+    client_t *c = client_open(&a);
+    resp_t r;
+    char v[64];
+    roundtrip(c, "GET //sub HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 301);
+    ck_assert_str_eq(hdr(&r, "location", v, sizeof v), "/sub/");
+    resp_free(&r);
+    roundtrip(c, "GET http://t HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(body_str(&r), "<h1>home</h1>\n");
+    resp_free(&r);
+    client_close(c);
     httpd_stop(&p);
+}
+END_TEST
+
+START_TEST(httpd_rejects_bad_numbers)
+{
+    const char *bad[] = {"--max-conns -1", "--max-conns 5k", "--workers 0", "--workers ''"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "'%s' --listen 127.0.0.1:0 %s 2>/dev/null </dev/null",
+                 SPINDLE_HTTPD, bad[i]);
+        int st = system(cmd);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s", bad[i]);
+    }
 }
 END_TEST
 
@@ -1826,7 +1954,8 @@ int main(void)
              smuggling_framing_400, limits_414_431_413,
              handler_error_500_and_connection_survives, static_files_served,
              static_big_file_sendfile, static_no_escape_from_root,
-             static_ranges_and_conditional, thousand_concurrent_keepalive_clients);
+             static_ranges_and_conditional, static_if_range_and_huge_ranges,
+             static_redirect_location_encoded, thousand_concurrent_keepalive_clients);
     ADD_CASE(s, "timeouts", setup_short_timeouts, server_stop, slowloris_gets_408,
              stalled_body_gets_408, idle_keepalive_closed_silently);
     ADD_CASE(s, "deadlines", setup_long_keepalive, server_stop,
@@ -1836,7 +1965,8 @@ int main(void)
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     /* This one stops the server itself. */
     ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once);
-    ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client);
+    ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client,
+             httpd_rejects_bad_numbers);
     ADD_CASE(s, "client", setup_default, server_stop, client_requests_and_pool, client_errors,
              client_read_timeout, client_replaces_closed_pooled_connection,
              client_shared_by_fibers);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -296,6 +297,66 @@ START_TEST(graceful_stop_with_open_connections)
 }
 END_TEST
 
+typedef struct stopper {
+    sp_tcp_server_t *srv;
+    int64_t drain_us;
+} stopper_t;
+
+static void *stop_thread(void *p)
+{
+    stopper_t *st = p;
+    ck_assert_int_eq(sp_tcp_server_stop(st->srv, st->drain_us), 0);
+    return NULL;
+}
+
+/* 0 if a connect to a succeeds within timeout_ms, else its errno
+ * (ETIMEDOUT when the kernel neither accepts nor refuses in time). */
+static int connect_result(const sp_addr_t *a, int timeout_ms)
+{
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ck_assert_int_ge(fd, 0);
+    int err = connect(fd, (const struct sockaddr *)&a->ss, a->len) < 0 ? errno : 0;
+    if (err == EINPROGRESS) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        socklen_t len = sizeof err;
+        if (poll(&p, 1, timeout_ms) == 1)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        else
+            err = ETIMEDOUT;
+    }
+    close(fd);
+    return err;
+}
+
+START_TEST(drain_refuses_new_connections)
+{
+    server_t s;
+    server_start(&s, "127.0.0.1:0", 0);
+    int open_fd = client(&s.addr);
+    roundtrip(open_fd, "x");
+    /* A long drain, kept going by the open connection. */
+    stopper_t st = {s.srv, 30 * 1000000};
+    pthread_t th;
+    uint64_t t0 = sp_now_ns();
+    ck_assert_int_eq(pthread_create(&th, NULL, stop_thread, &st), 0);
+    /* Once stop() began, a new client is refused at once instead of being
+     * left in the backlog for the whole drain. Connects made before that
+     * are served and closed; bounded by 2 s. */
+    int err = 0;
+    while (err != ECONNREFUSED && sp_now_ns() - t0 < 2000000000u)
+        err = connect_result(&s.addr, 200);
+    ck_assert_int_eq(err, ECONNREFUSED);
+    /* The open connection is still served during the drain. */
+    roundtrip(open_fd, "still here");
+    close(open_fd); /* its handler ends: the drain completes early */
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_uint_lt(sp_now_ns() - t0, 10000000000u);
+    ck_assert_int_eq(sp_iomanager_stop(s.io), 0);
+    sp_tcp_server_destroy(s.srv);
+    sp_iomanager_destroy(s.io);
+}
+END_TEST
+
 /* ---- the spindle-echo program ------------------------------------------- */
 
 typedef struct proc {
@@ -303,6 +364,27 @@ typedef struct proc {
     int out; /* its stdout */
     int port;
 } proc_t;
+
+/* Exit status of the echo program run with these arguments after
+ * "--listen 127.0.0.1:0" (it exits before serving when they are bad). */
+static int echo_exit_status(const char *args)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s' --listen 127.0.0.1:0 %s 2>/dev/null </dev/null",
+             SPINDLE_ECHO, args);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+START_TEST(echo_program_rejects_bad_numbers)
+{
+    const char *bad[] = {"--max-conns -1", "--max-conns 12x", "--max-conns ''",
+                         "--workers 0", "--workers two", "--workers 99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(echo_exit_status(bad[i]) == 2, "%s", bad[i]);
+}
+END_TEST
 
 /* Start spindle-echo with a file limit (0 = inherit) and `workers`, and
  * read its port. */
@@ -487,7 +569,9 @@ int main(void)
     tcase_add_test(tc, client_reset_mid_message);
     tcase_add_test(tc, connection_limit_refuses);
     tcase_add_test(tc, graceful_stop_with_open_connections);
+    tcase_add_test(tc, drain_refuses_new_connections);
     tcase_add_test(tc, echo_program_with_nc);
+    tcase_add_test(tc, echo_program_rejects_bad_numbers);
     tcase_add_test(tc, echo_program_single_threaded);
     tcase_add_test(tc, echo_program_survives_emfile);
     tcase_add_test(tc, load_tool_against_echo_program);

@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <sys/signalfd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,6 +53,17 @@ void app_echo(int fd, const sp_addr_t *peer, void *arg)
         if (sp_write_full(fd, buf, (size_t)n) < 0)
             return;
     }
+}
+
+bool app_parse_int(const char *text, int min, int max, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max)
+        return false;
+    *out = (int)v;
+    return true;
 }
 
 void app_print_listening(const sp_addr_t *a, const char *what)

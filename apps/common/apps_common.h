@@ -4,6 +4,7 @@
 #define SPINDLE_APPS_COMMON_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include <spindle/http.h>
 #include <spindle/iomanager.h>
@@ -18,6 +19,10 @@ int app_answer(sp_http_response_t *res, const char *type, const char *body);
 
 /* A TCP server handler that writes back what it reads until EOF. */
 void app_echo(int fd, const sp_addr_t *peer, void *arg);
+
+/* A whole decimal number in [min, max] from a command-line argument;
+ * false for anything else ("-1" where min is 0, "12x", "", overflow). */
+bool app_parse_int(const char *text, int min, int max, int *out);
 
 /* Print "listening on ADDR" (port 0 shows the kernel's port), with
  * " (what)" appended when what is not NULL. Call fflush(stdout) after the

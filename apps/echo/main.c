@@ -8,6 +8,7 @@
  * open ones get 5 s to finish, then exit 0. --workers counts the main
  * thread, which serves too: with 1 the process is single-threaded.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--max-conns N]\n"
+            "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit)\n"
             "  ADDR: 127.0.0.1:9000, [::1]:9000, unix:/path\n",
             argv0);
     exit(2);
@@ -35,16 +37,19 @@ int main(int argc, char **argv)
     const char *listen[MAX_LISTEN];
     int nlisten = 0, workers = 1, max_conns = 0;
     for (int i = 1; i < argc; i++) {
+        bool ok = true;
         if (!strcmp(argv[i], "--listen") && i + 1 < argc && nlisten < MAX_LISTEN)
             listen[nlisten++] = argv[++i];
         else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
-            workers = atoi(argv[++i]);
+            ok = app_parse_int(argv[++i], 1, INT_MAX, &workers);
         else if (!strcmp(argv[i], "--max-conns") && i + 1 < argc)
-            max_conns = atoi(argv[++i]);
+            ok = app_parse_int(argv[++i], 0, INT_MAX, &max_conns);
         else
+            ok = false;
+        if (!ok)
             usage(argv[0]);
     }
-    if (!nlisten || workers < 1)
+    if (!nlisten)
         usage(argv[0]);
 
     sigset_t stop_signals;

@@ -14,6 +14,7 @@
  * single-threaded.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,8 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--root DIR]\n"
             "          [--max-conns N] [--access-log] [--server NAME]\n"
-            "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n",
+            "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n"
+            "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit)\n",
             argv0);
     exit(2);
 }
@@ -48,13 +50,13 @@ static void parse_args(int argc, char **argv, args_t *a)
 {
     *a = (args_t){.workers = 1};
     for (int i = 1; i < argc; i++) {
-        bool more = i + 1 < argc;
+        bool more = i + 1 < argc, ok = true;
         if (!strcmp(argv[i], "--listen") && more && a->nlisten < MAX_LISTEN)
             a->listen[a->nlisten++] = argv[++i];
         else if (!strcmp(argv[i], "--workers") && more)
-            a->workers = atoi(argv[++i]);
+            ok = app_parse_int(argv[++i], 1, INT_MAX, &a->workers);
         else if (!strcmp(argv[i], "--max-conns") && more)
-            a->max_conns = atoi(argv[++i]);
+            ok = app_parse_int(argv[++i], 0, INT_MAX, &a->max_conns);
         else if (!strcmp(argv[i], "--root") && more)
             a->root = argv[++i];
         else if (!strcmp(argv[i], "--server") && more)
@@ -62,9 +64,11 @@ static void parse_args(int argc, char **argv, args_t *a)
         else if (!strcmp(argv[i], "--access-log"))
             a->access_log = true;
         else
+            ok = false;
+        if (!ok)
             usage(argv[0]);
     }
-    if (!a->nlisten || a->workers < 1)
+    if (!a->nlisten)
         usage(argv[0]);
 }
 

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -189,6 +190,31 @@ static void linger(sp__http_conn_t *c)
 
 /* ---- answering ---------------------------------------------------------------- */
 
+static bool log_escaped(unsigned char ch)
+{
+    return ch < ' ' || ch >= 0x7f || ch == '"' || ch == '\\';
+}
+
+/* The target as the log line shows it: a '"', '\\' or byte outside
+ * printable ASCII as \xHH (nginx's escaping), so a client cannot forge the
+ * line's fields. s itself when nothing needs it; else *copy, freed by the
+ * caller (NULL, and "-" shown, when out of memory). */
+static const char *log_safe(const char *s, char **copy)
+{
+    *copy = NULL;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && !log_escaped(*p))
+        p++;
+    if (!*p)
+        return s;
+    char *o = *copy = malloc(4 * strlen(s) + 1);
+    if (!o)
+        return "-";
+    for (p = (const unsigned char *)s; *p; p++)
+        o += log_escaped(*p) ? sprintf(o, "\\x%02X", *p) : sprintf(o, "%c", *p);
+    return *copy;
+}
+
 static void access_log(sp__http_conn_t *c)
 {
     sp_http_server_t *srv = c->srv;
@@ -198,10 +224,13 @@ static void access_log(sp__http_conn_t *c)
     sp_addr_format(c->req.peer, peer, sizeof peer);
     bool parsed = c->req.headers_done;
     uint64_t us = (sp_now_ns() - c->start_ns) / 1000;
+    char *copy;
+    const char *target = parsed ? log_safe(sp_http_request_target(&c->req), &copy) : "-";
     SP_LOG_INFO(srv->access, "%s \"%s %s\" %d %llu %lluus", peer,
-                parsed ? sp_http_request_method_name(&c->req) : "-",
-                parsed ? sp_http_request_target(&c->req) : "-", c->res.status,
-                (unsigned long long)c->res.sent, (unsigned long long)us);
+                parsed ? sp_http_request_method_name(&c->req) : "-", target,
+                c->res.status, (unsigned long long)c->res.sent, (unsigned long long)us);
+    if (parsed)
+        free(copy);
 }
 
 /* Lay out the response, count and log it; false: close the connection. */

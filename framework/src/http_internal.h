@@ -36,6 +36,10 @@ struct sp_http_request {
     size_t target_len, header_bytes;
     size_t path, query; /* offsets in text */
     int last;           /* SP__LAST_*: which token the parser is in */
+    /* The bytes of the current feed, and whether the value being collected
+     * reached their end (so its next piece may start the next feed). */
+    const char *feed, *feed_end;
+    bool value_open;
     sp_buf_t body;
     int error;          /* status for the error that stopped the parser */
     bool begun;         /* the first byte of the request was parsed */
@@ -77,6 +81,8 @@ static inline bool sp__http_named(const char *name, const char *lower)
 bool sp__http_is_token(const char *s);
 /* strlen(s) if s is a token, else 0. */
 size_t sp__http_token_len(const char *s);
+/* How many of the first max bytes of s are token characters. */
+size_t sp__http_token_span(const char *s, size_t max);
 /* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
  * it in nheaders or nparams. */
 int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);

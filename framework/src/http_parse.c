@@ -107,8 +107,24 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
             return -1;
         r->kv[r->nheaders - 1].value = sp__buf_len(&r->text);
         r->last = SP__LAST_VALUE;
+    } else if (p->type == HTTP_REQUEST && !(r->value_open && at == r->feed)) {
+        /* A value goes on after its line ended: obsolete line folding.
+         * Refused (RFC 9112, 5.2), as nginx does: two parties could join
+         * the lines differently. (A value split between two reads ends at
+         * the end of one feed and goes on at the start of the next.) */
+        return fail(r, 400);
     }
+    r->value_open = at + n == r->feed_end;
     return text_add(r, at, n);
+}
+
+/* A chunk that would take the body over the limit is refused at its size
+ * line, not after reading up to the limit. */
+static int on_chunk_header(http_parser *p)
+{
+    sp_http_request_t *r = req_of(p);
+    uint64_t have = sp__buf_len(&r->body);
+    return p->content_length > r->opts->max_body - have ? fail(r, 413) : 0;
 }
 
 static sp_http_method_t method_of(unsigned m)
@@ -244,6 +260,7 @@ static void settings_init(void)
     settings.on_header_value = on_header_value;
     settings.on_headers_complete = on_headers_complete;
     settings.on_body = on_body;
+    settings.on_chunk_header = on_chunk_header;
     settings.on_message_complete = on_message_complete;
 }
 
@@ -288,14 +305,28 @@ void sp__http_req_free(sp_http_request_t *r)
 }
 
 /* The status for a parser error that our callbacks did not choose. */
-static int status_of(enum http_errno e)
+/* The status for a parser error that our callbacks did not choose, which
+ * stopped it `at` in the fed bytes [p, end). A method http-parser does not
+ * know, but well formed (a token, then a space), is 501 (RFC 9110, 9.1);
+ * bytes that are no request line at all (a TLS hello) are 400. */
+static int status_of(enum http_errno e, const char *p, const char *at, const char *end)
 {
-    return e == HPE_HEADER_OVERFLOW ? 431 : 400;
+    if (e == HPE_HEADER_OVERFLOW)
+        return 431;
+    if (e != HPE_INVALID_METHOD)
+        return 400;
+    const char *start = at;
+    while (start > p && sp__http_token_span(start - 1, 1))
+        start--;
+    size_t n = sp__http_token_span(start, (size_t)(end - start));
+    return n && start + n < end && start[n] == ' ' ? 501 : 400;
 }
 
 size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
                          sp__http_state_t *state)
 {
+    r->feed = p;
+    r->feed_end = p + n;
     size_t used = http_parser_execute(&r->parser, &settings, p, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
     if (e == HPE_PAUSED) {
@@ -304,7 +335,7 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     }
     if (e != HPE_OK) {
         if (!r->error)
-            r->error = status_of(e);
+            r->error = status_of(e, p, p + used, p + n);
         *state = SP__HTTP_FAILED;
     } else if (r->complete) {
         /* After an upgrade request the rest is another protocol we do not

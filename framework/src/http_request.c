@@ -26,11 +26,17 @@ static const unsigned char tchar[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-size_t sp__http_token_len(const char *s)
+size_t sp__http_token_span(const char *s, size_t max)
 {
     size_t n = 0;
-    while (tchar[(unsigned char)s[n]])
+    while (n < max && tchar[(unsigned char)s[n]])
         n++;
+    return n;
+}
+
+size_t sp__http_token_len(const char *s)
+{
+    size_t n = sp__http_token_span(s, SIZE_MAX); /* stops at the NUL */
     return s[n] ? 0 : n;
 }
 
@@ -100,17 +106,24 @@ static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
     return at;
 }
 
-/* Copy text[off, off+n) onto the end, NUL-terminated. */
-static ssize_t copy(sp_http_request_t *r, size_t off, size_t n)
+/* Append n bytes, NUL-terminated: from src, or (src NULL) from the text
+ * itself at off (read after the reserve, which may move it). */
+static ssize_t put(sp_http_request_t *r, const char *src, size_t off, size_t n)
 {
     char *dst = sp__buf_reserve(&r->text, n + 1);
     if (!dst)
         return -1;
-    memcpy(dst, sp__buf_data(&r->text) + off, n);
+    memcpy(dst, src ? src : sp__buf_data(&r->text) + off, n);
     dst[n] = '\0';
     ssize_t at = (ssize_t)sp__buf_len(&r->text);
     sp_buf_commit(&r->text, n + 1);
     return at;
+}
+
+/* Copy text[off, off+n) onto the end, NUL-terminated. */
+static ssize_t copy(sp_http_request_t *r, size_t off, size_t n)
+{
+    return put(r, NULL, off, n);
 }
 
 /* One "name=value" (or "name") piece of the query at text[off, off+n). */
@@ -158,11 +171,23 @@ static void split_origin(const char *t, size_t tl, size_t *plen, size_t *qoff, s
     }
 }
 
+/* http-parser lets a tab, a form feed and DEL through in a target; RFC
+ * 3986 has no place for any control byte (nor does an access log line). */
+static bool has_control(const char *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t[i] <= ' ' || t[i] == 0x7f)
+            return true;
+    return false;
+}
+
 int sp__http_req_decode_target(sp_http_request_t *r)
 {
     const char *t = sp__http_req_str(r, 0);
     size_t tl = r->target_len;
     size_t poff = 0, plen = tl, qoff = 0, qlen = 0;
+    if (has_control(t, tl))
+        return 400;
     if (tl && t[0] == '/') {
         split_origin(t, tl, &plen, &qoff, &qlen);
     } else if (!(tl == 1 && t[0] == '*')) {
@@ -179,7 +204,8 @@ int sp__http_req_decode_target(sp_http_request_t *r)
         if (plen && t[poff] != '/')
             return 400;
     }
-    ssize_t path = decode(r, poff, plen, false);
+    /* An absolute form without a path ("http://host") asks for "/". */
+    ssize_t path = plen ? decode(r, poff, plen, false) : put(r, "/", 0, 1);
     ssize_t query = path < 0 ? -1 : copy(r, qoff, qlen);
     if (query < 0)
         return 400;

@@ -1,5 +1,6 @@
 /* Static files: GET/HEAD of the files under a root directory, sent with
- * sendfile(2); Last-Modified / If-Modified-Since, single byte ranges.
+ * sendfile(2); Last-Modified / If-Modified-Since, single byte ranges
+ * (with If-Range).
  *
  * No request may reach outside the root. Two checks, both needed:
  *   - any ".." segment of the decoded path is refused (403) before the file
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_internal.h"
@@ -115,6 +117,8 @@ const char *sp_http_mime_type(const char *path)
 
 /* ---- ranges ------------------------------------------------------------- */
 
+/* Digits, saturating at UINT64_MAX: a position past any file is still a
+ * position (416 for a first byte, "to the end" for a last one). */
 static bool parse_num(const char **s, uint64_t *out)
 {
     const char *p = *s;
@@ -122,9 +126,8 @@ static bool parse_num(const char **s, uint64_t *out)
     if (*p < '0' || *p > '9')
         return false;
     for (; *p >= '0' && *p <= '9'; p++) {
-        if (v > (UINT64_MAX - 9) / 10)
-            return false;
-        v = v * 10 + (uint64_t)(*p - '0');
+        uint64_t d = (uint64_t)(*p - '0');
+        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
     }
     *s = p;
     *out = v;
@@ -188,10 +191,22 @@ static int common_headers(const sp_http_static_t *st, sp_http_response_t *res,
     return rc;
 }
 
+/* If-Modified-Since: a date later than now is invalid and ignored (RFC
+ * 9110, 13.1.3), so a client's clock ahead of ours never gets a 304 for a
+ * file changed since. */
 static bool not_modified(const sp_http_request_t *req, const struct stat *sb)
 {
     time_t since = sp__http_date_parse(sp_http_request_header(req, "if-modified-since"));
-    return since != (time_t)-1 && sb->st_mtime <= since;
+    return since != (time_t)-1 && since <= time(NULL) && sb->st_mtime <= since;
+}
+
+/* If-Range: the range applies only to the file the client has a part of.
+ * Its validator must be our Last-Modified exactly; an entity tag never
+ * matches (we send none). Without If-Range the range always applies. */
+static bool range_applies(const sp_http_request_t *req, const struct stat *sb)
+{
+    const char *v = sp_http_request_header(req, "if-range");
+    return !v || sp__http_date_parse(v) == sb->st_mtime;
 }
 
 static int serve_file(const sp_http_static_t *st, sp_http_request_t *req,
@@ -205,7 +220,8 @@ static int serve_file(const sp_http_static_t *st, sp_http_request_t *req,
         return sp_http_response_set_status(res, 304);
     uint64_t size = (uint64_t)sb->st_size, off = 0, len = size;
     char cr[80];
-    switch (parse_range(sp_http_request_header(req, "range"), size, &off, &len)) {
+    const char *range = range_applies(req, sb) ? sp_http_request_header(req, "range") : NULL;
+    switch (parse_range(range, size, &off, &len)) {
     case RANGE_UNSATISFIABLE:
         snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
         return sp_http_response_error(res, 416, "Content-Range", cr);
@@ -257,17 +273,55 @@ static int open_under_root(const sp_http_static_t *st, const char *rel, struct s
 
 enum { REDIRECTED = -301 };
 
+/* Bytes a path may carry as they are in a Location (RFC 3986 pchar and
+ * '/'); the rest is percent-encoded. */
+static bool plain_in_path(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("-._~!$&'()*+,;=:@/", c));
+}
+
+/* The directory's address with the slash added: the decoded path encoded
+ * again (a '%', '?', '#' or space in a name must not change the meaning),
+ * one leading slash (a Location "//host/" would send the client to another
+ * site), and the query kept. NULL when out of memory. */
+static char *redirect_target(const char *path, const char *query)
+{
+    while (path[0] == '/' && path[1] == '/')
+        path++;
+    size_t n = strlen(path), q = strlen(query);
+    char *loc = malloc(3 * n + q + 3), *o = loc;
+    if (!loc)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (plain_in_path(*p)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = "0123456789ABCDEF"[*p >> 4];
+            *o++ = "0123456789ABCDEF"[*p & 15];
+        }
+    }
+    *o++ = '/';
+    if (q) {
+        *o++ = '?';
+        memcpy(o, query, q);
+        o += q;
+    }
+    *o = '\0';
+    return loc;
+}
+
 /* A directory: its index file, after a redirect that adds the slash (so
  * relative links in the index resolve in the directory). An fd, -status,
  * or REDIRECTED. */
 static int open_index(const sp_http_static_t *st, sp_http_response_t *res, int dir,
-                      const char *path, struct stat *sb)
+                      const char *path, const char *query, struct stat *sb)
 {
     if (path[strlen(path) - 1] != '/') {
-        char *loc = malloc(strlen(path) + 2);
+        char *loc = redirect_target(path, query);
         if (!loc)
             return -500;
-        sprintf(loc, "%s/", path);
         int rc = sp_http_response_error(res, 301, "Location", loc);
         free(loc);
         return rc < 0 ? -500 : REDIRECTED;
@@ -300,7 +354,7 @@ int sp_http_static_handler(sp_http_request_t *req, sp_http_response_t *res, void
     const char *name = rel;
     if (fd >= 0 && S_ISDIR(sb.st_mode)) {
         int dir = fd;
-        fd = open_index(st, res, dir, path, &sb);
+        fd = open_index(st, res, dir, path, sp_http_request_query(req), &sb);
         close(dir);
         if (fd == REDIRECTED)
             return 0;

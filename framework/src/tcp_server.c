@@ -446,10 +446,14 @@ int sp_tcp_server_stop(sp_tcp_server_t *srv, int64_t drain_us)
 {
     if (!srv->started || atomic_exchange(&srv->stopping, true))
         return -EALREADY;
-    /* Each acceptor also waits on its stop eventfd, which stays readable:
-     * it wakes whether it is waiting now or about to. The listening fds
-     * stay open (their numbers not reusable) until the acceptors are gone. */
+    /* Stop listening at once: a client connecting during the drain is
+     * refused (and one still in the backlog reset) rather than left waiting
+     * for an accept that never comes. shutdown(2), not close(2): the fds
+     * stay open (their numbers not reusable) until the acceptors are gone.
+     * Each acceptor also waits on its stop eventfd, which stays readable:
+     * it wakes whether it is waiting now or about to. */
     for (int i = 0; i < srv->nacceptors; i++) {
+        shutdown(srv->acceptors[i].fd, SHUT_RDWR);
         uint64_t one = 1;
         ssize_t w = write(srv->acceptors[i].stop_fd, &one, sizeof one);
         (void)w; /* cannot fail: the counter is far from overflow */
