@@ -26,7 +26,8 @@ static const unsigned char tchar[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-size_t sp__http_token_span(const char *s, size_t max)
+/* Inlined into both callers: token_len runs for every header name. */
+static inline size_t span(const char *s, size_t max)
 {
     size_t n = 0;
     while (n < max && tchar[(unsigned char)s[n]])
@@ -34,9 +35,14 @@ size_t sp__http_token_span(const char *s, size_t max)
     return n;
 }
 
+size_t sp__http_token_span(const char *s, size_t max)
+{
+    return span(s, max);
+}
+
 size_t sp__http_token_len(const char *s)
 {
-    size_t n = sp__http_token_span(s, SIZE_MAX); /* stops at the NUL */
+    size_t n = span(s, SIZE_MAX); /* stops at the NUL */
     return s[n] ? 0 : n;
 }
 
