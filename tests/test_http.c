@@ -1807,6 +1807,252 @@ START_TEST(client_replaces_closed_pooled_connection)
 }
 END_TEST
 
+/* A scripted server on a plain thread: connection i gets answers[i][0],
+ * answers[i][1]... one per request (NULL ends it; "" reads the request and
+ * closes without an answer). Request heads are kept in `heads`, bodies
+ * (Content-Length) read and dropped unless skip_bodies. With `hold`, answered connections stay
+ * open until the script ends, so a client that reuses one it should not
+ * gets no answer. */
+typedef struct script {
+    int fd;
+    int nconns;
+    const char *answers[4][4];
+    bool hold;
+    bool skip_bodies; /* answer after the head, leaving any body unread */
+    char heads[8192];
+    size_t heads_len;
+    int requests;
+} script_t;
+
+static int script_read_request(script_t *s, int c)
+{
+    char buf[4096];
+    size_t len = 0;
+    char *end;
+    while (!(end = memmem(buf, len, "\r\n\r\n", 4))) {
+        ssize_t n = len < sizeof buf ? read(c, buf + len, sizeof buf - len) : -1;
+        if (n <= 0)
+            return -1;
+        len += (size_t)n;
+    }
+    size_t head = (size_t)(end + 4 - buf);
+    if (s->heads_len + head < sizeof s->heads) {
+        memcpy(s->heads + s->heads_len, buf, head);
+        s->heads_len += head;
+    }
+    s->requests++;
+    const char *cl = s->skip_bodies ? NULL : strcasestr(buf, "\r\nContent-Length: ");
+    size_t body = cl && cl < end ? strtoul(cl + 18, NULL, 10) : 0, have = len - head;
+    while (have < body) {
+        ssize_t n = read(c, buf, sizeof buf < body - have ? sizeof buf : body - have);
+        if (n <= 0)
+            return -1;
+        have += (size_t)n;
+    }
+    return 0;
+}
+
+static void *script_serve(void *arg)
+{
+    script_t *s = arg;
+    int held[4], nheld = 0;
+    for (int i = 0; i < s->nconns; i++) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            break;
+        bool open = true;
+        for (int k = 0; k < 4 && s->answers[i][k] && open; k++) {
+            open = script_read_request(s, c) == 0 && *s->answers[i][k];
+            if (open)
+                sp_write_full(c, s->answers[i][k], strlen(s->answers[i][k]));
+        }
+        if (open && s->hold)
+            held[nheld++] = c;
+        else
+            close(c);
+    }
+    for (int i = 0; i < nheld; i++)
+        close(held[i]);
+    return NULL;
+}
+
+typedef struct scripted {
+    script_t s;
+    pthread_t th;
+    char url[64];
+    sp_http_client_t *cl;
+} scripted_t;
+
+/* Start the script's server and a client with a 2 s timeout per wait. */
+static void scripted_start(scripted_t *x)
+{
+    sp_addr_t a;
+    ck_assert_int_eq(sp_addr_parse("127.0.0.1:0", &a), 0);
+    x->s.fd = sp_listen(&a, NULL);
+    ck_assert_int_ge(x->s.fd, 0);
+    sp_addr_of_socket(x->s.fd, false, &a);
+    snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d", sp_addr_port(&a));
+    ck_assert_int_eq(pthread_create(&x->th, NULL, script_serve, &x->s), 0);
+    sp_http_client_opts_t o = {.timeout_ms = 2000};
+    x->cl = sp_http_client_create(&o);
+    ck_assert_ptr_nonnull(x->cl);
+}
+
+static void scripted_end(scripted_t *x)
+{
+    shutdown(x->s.fd, SHUT_RDWR); /* an accept still waiting returns */
+    pthread_join(x->th, NULL);
+    close(x->s.fd);
+    sp_http_client_destroy(x->cl);
+}
+
+static int scripted_get(scripted_t *x, const char *path, sp_http_client_response_t **r)
+{
+    char u[128];
+    snprintf(u, sizeof u, "%s%s", x->url, path);
+    return sp_http_get(x->cl, u, r);
+}
+
+START_TEST(client_bodiless_answers)
+{
+    /* 304 and 204 end at their blank line whatever length they announce;
+     * the connection stays in step (the script serves one connection). */
+    scripted_t x = {.s = {.nconns = 1,
+                          .answers = {{"HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n",
+                                       "HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", NULL}}}};
+    scripted_start(&x);
+    sp_http_client_response_t *r;
+    int want[] = {304, 204, 200};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(scripted_get(&x, "/", &r), 0);
+        ck_assert_int_eq(sp_http_client_response_status(r), want[i]);
+        ck_assert_str_eq(client_body(r), i == 2 ? "ok" : "");
+        sp_http_client_response_free(r);
+    }
+    scripted_end(&x);
+    ck_assert_int_eq(x.s.requests, 3);
+}
+END_TEST
+
+START_TEST(client_101_connection_not_reused)
+{
+    /* The first connection switched protocols (and is held open): the next
+     * request must go on a new one, or it waits for an answer that never
+     * comes. */
+    scripted_t x = {.s = {.nconns = 2, .hold = true,
+                          .answers = {{"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+                                       "Connection: Upgrade\r\n\r\n", NULL},
+                                      {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh", NULL}}}};
+    scripted_start(&x);
+    sp_http_client_response_t *r;
+    ck_assert_int_eq(scripted_get(&x, "/upgrade", &r), 0);
+    ck_assert_int_eq(sp_http_client_response_status(r), 101);
+    sp_http_client_response_free(r);
+    ck_assert_int_eq(scripted_get(&x, "/after", &r), 0);
+    ck_assert_str_eq(client_body(r), "fresh");
+    sp_http_client_response_free(r);
+    scripted_end(&x);
+}
+END_TEST
+
+START_TEST(client_request_line_and_headers)
+{
+    scripted_t x = {.s = {.nconns = 1,
+                          .answers = {{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+                                       "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", NULL}}}};
+    scripted_start(&x);
+    sp_http_client_response_t *r;
+    /* A query without a path asks for "/?q". */
+    char u[128];
+    snprintf(u, sizeof u, "%s?q=1", x.url);
+    ck_assert_int_eq(sp_http_get(x.cl, u, &r), 0);
+    sp_http_client_response_free(r);
+    /* A caller's Host replaces the URL's; POST without a content type. */
+    const char *vhost[] = {"Host: vhost.example", NULL};
+    ck_assert_int_eq(sp_http_client_do(x.cl, &(sp_http_client_request_t){
+                         .method = "POST", .url = x.url, .headers = vhost,
+                         .body = "abc", .body_len = 3}, &r), 0);
+    sp_http_client_response_free(r);
+    /* What the client refuses before sending anything. */
+    const char *bad[][2] = {{"Content-Length: 2", NULL}, {"Transfer-Encoding: chunked", NULL},
+                            {"X-A: a\x01" "b", NULL}, {"X-A: a\x7f", NULL},
+                            {"Bad Name: x", NULL}, {": x", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_int_eq(sp_http_client_do(x.cl, &(sp_http_client_request_t){
+                             .url = x.url, .headers = bad[i]}, &r), -EINVAL);
+    ck_assert_int_eq(sp_http_client_do(x.cl, &(sp_http_client_request_t){
+                         .method = "POST", .url = x.url, .body_len = 5}, &r), -EINVAL);
+    snprintf(u, sizeof u, "%s/a\tb", x.url);
+    ck_assert_int_eq(sp_http_get(x.cl, u, &r), -EINVAL);
+    scripted_end(&x);
+    ck_assert_int_eq(x.s.requests, 2);
+    x.s.heads[x.s.heads_len] = '\0';
+    ck_assert_ptr_nonnull(strstr(x.s.heads, "GET /?q=1 HTTP/1.1\r\n"));
+    char *post = strstr(x.s.heads, "POST / HTTP/1.1\r\n");
+    ck_assert_ptr_nonnull(post);
+    ck_assert_ptr_nonnull(strstr(post, "\r\nHost: vhost.example\r\n"));
+    ck_assert_ptr_null(strstr(post, "\r\nHost: 127.0.0.1"));
+    ck_assert_ptr_null(strcasestr(post, "content-type"));
+}
+END_TEST
+
+START_TEST(client_post_not_replayed)
+{
+    /* A pooled connection on which the server reads the POST and closes
+     * without answering: the POST may have been processed, so it is not
+     * sent again (a GET is, once: client_replaces_closed_pooled_connection). */
+    scripted_t x = {.s = {.nconns = 2,
+                          .answers = {{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "", NULL},
+                                      {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", NULL}}}};
+    scripted_start(&x);
+    sp_http_client_response_t *r;
+    ck_assert_int_eq(scripted_get(&x, "/", &r), 0); /* pools the connection */
+    sp_http_client_response_free(r);
+    char u[128];
+    snprintf(u, sizeof u, "%s/order", x.url);
+    ck_assert_int_eq(sp_http_post(x.cl, u, "text/plain", "pay 1", 5, &r), -ECONNRESET);
+    ck_assert_int_eq(scripted_get(&x, "/", &r), 0); /* the next request is fine */
+    sp_http_client_response_free(r);
+    scripted_end(&x);
+    x.s.heads[x.s.heads_len] = '\0';
+    int posts = 0;
+    for (const char *p = x.s.heads; (p = strstr(p, "POST /order")); p++)
+        posts++;
+    ck_assert_int_eq(posts, 1);
+}
+END_TEST
+
+START_TEST(client_reads_early_answer)
+{
+    /* The server answers 413 after the head and closes with the body
+     * unread (the kernel resets): the send fails, the answer is returned. */
+    scripted_t x = {.s = {.nconns = 1, .skip_bodies = true,
+                          .answers = {{"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n"
+                                       "Content-Length: 0\r\n\r\n", NULL}}}};
+    scripted_start(&x);
+    size_t n = 8u << 20;
+    char *body = calloc(1, n);
+    sp_http_client_response_t *r;
+    ck_assert_int_eq(sp_http_post(x.cl, x.url, "application/octet-stream", body, n, &r), 0);
+    ck_assert_int_eq(sp_http_client_response_status(r), 413);
+    sp_http_client_response_free(r);
+    free(body);
+    scripted_end(&x);
+}
+END_TEST
+
+START_TEST(client_refuses_non_http1_answers)
+{
+    scripted_t x = {.s = {.nconns = 1,
+                          .answers = {{"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok", NULL}}}};
+    scripted_start(&x);
+    sp_http_client_response_t *r;
+    ck_assert_int_eq(scripted_get(&x, "/", &r), -EPROTO);
+    scripted_end(&x);
+}
+END_TEST
+
 enum { CLIENT_FIBERS = 200, CLIENT_ROUNDS = 5 };
 static sp_http_client_t *shared_client;
 static _Atomic int fiber_requests_ok;
@@ -1969,6 +2215,9 @@ int main(void)
              httpd_rejects_bad_numbers);
     ADD_CASE(s, "client", setup_default, server_stop, client_requests_and_pool, client_errors,
              client_read_timeout, client_replaces_closed_pooled_connection,
+             client_bodiless_answers, client_101_connection_not_reused,
+             client_request_line_and_headers, client_post_not_replayed,
+             client_reads_early_answer, client_refuses_non_http1_answers,
              client_shared_by_fibers);
     ADD_CASE(s, "nginx", NULL, NULL, client_against_nginx);
     return sp_test_run(s);

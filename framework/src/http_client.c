@@ -63,15 +63,25 @@ void sp_http_client_destroy(sp_http_client_t *c)
 typedef struct target {
     char key[300];  /* "host:port", "[v6]:port": to resolve, and the pool's key */
     char host[300]; /* the Host header: without ":80" */
-    const char *path; /* path and query as in the URL */
-    size_t path_len;
+    const char *path, *query; /* as in the URL; the query with its '?' */
+    size_t path_len, query_len;
 } target_t;
+
+/* A byte no request line may carry (http-parser's URL check lets a tab
+ * and a form feed through). */
+static bool has_control(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == 0x7f)
+            return true;
+    return false;
+}
 
 static int parse_url(const char *url, target_t *t)
 {
     struct http_parser_url u;
     http_parser_url_init(&u);
-    if (!url || http_parser_parse_url(url, strlen(url), 0, &u) ||
+    if (!url || has_control(url) || http_parser_parse_url(url, strlen(url), 0, &u) ||
         !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)) ||
         (u.field_set & (1 << UF_USERINFO)))
         return -EINVAL;
@@ -89,25 +99,40 @@ static int parse_url(const char *url, target_t *t)
         *strrchr(t->host, ':') = '\0';
     t->path = "/";
     t->path_len = 1;
+    t->query = "";
+    t->query_len = 0;
     if (u.field_set & (1 << UF_PATH)) {
-        size_t start = u.field_data[UF_PATH].off;
-        int last = (u.field_set & (1 << UF_QUERY)) ? UF_QUERY : UF_PATH;
-        t->path = url + start;
-        t->path_len = u.field_data[last].off + u.field_data[last].len - start;
+        t->path = url + u.field_data[UF_PATH].off;
+        t->path_len = u.field_data[UF_PATH].len;
+    }
+    if (u.field_set & (1 << UF_QUERY)) { /* "http://h?q" asks for "/?q" */
+        t->query = url + u.field_data[UF_QUERY].off - 1; /* with its '?' */
+        t->query_len = u.field_data[UF_QUERY].len + 1u;
     }
     return 0;
 }
 
-/* A "Name: value" line from the caller. */
+/* Is header line h ("Name: value") called name? */
+static bool named(const char *h, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncasecmp(h, name, n) && h[n] == ':';
+}
+
+/* A "Name: value" line from the caller: a token, a colon, a value without
+ * control bytes (a tab is fine). The message's framing is ours: a caller's
+ * Content-Length or Transfer-Encoding could contradict the body we send
+ * (two lengths, or both, is how requests get smuggled past proxies). */
 static bool valid_header(const char *h)
 {
     const char *colon = strchr(h, ':');
-    if (!colon || colon == h || strpbrk(h, "\r\n"))
+    size_t name = sp__http_token_span(h, SIZE_MAX);
+    if (!colon || !name || h + name != colon)
         return false;
-    for (const char *p = h; p < colon; p++)
-        if (*p <= ' ' || *p >= 127)
+    for (const char *p = colon + 1; *p; p++)
+        if (((unsigned char)*p < ' ' && *p != '\t') || *p == 0x7f)
             return false;
-    return true;
+    return !named(h, "content-length") && !named(h, "transfer-encoding");
 }
 
 static int add(sp_buf_t *b, const char *s)
@@ -118,19 +143,26 @@ static int add(sp_buf_t *b, const char *s)
 static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t *t)
 {
     const char *m = rq->method ? rq->method : "GET";
-    if (!sp__http_is_token(m))
+    if (!sp__http_is_token(m) || (rq->body_len && !rq->body))
         return -EINVAL;
     for (const char *const *h = rq->headers; h && *h; h++)
         if (!valid_header(*h))
             return -EINVAL;
     /* Appends fail only for memory: collect that once (one statement per
      * append, as the order of operands of | is unspecified). */
+    bool own_host = false; /* the caller names the virtual host */
+    for (const char *const *h = rq->headers; h && *h; h++)
+        own_host |= named(*h, "host");
     int rc = add(b, m);
     rc |= add(b, " ");
     rc |= sp__buf_append(b, t->path, t->path_len);
-    rc |= add(b, " HTTP/1.1\r\nHost: ");
-    rc |= add(b, t->host);
-    rc |= add(b, "\r\n");
+    rc |= sp__buf_append(b, t->query, t->query_len);
+    rc |= add(b, " HTTP/1.1\r\n");
+    if (!own_host) {
+        rc |= add(b, "Host: ");
+        rc |= add(b, t->host);
+        rc |= add(b, "\r\n");
+    }
     for (const char *const *h = rq->headers; h && *h; h++) {
         rc |= add(b, *h);
         rc |= add(b, "\r\n");
@@ -160,7 +192,11 @@ static int parse(sp_http_request_t *m, sp_buf_t *in)
             return m->error == 413 ? -EMSGSIZE : -EPROTO;
         if (st == SP__HTTP_MORE)
             return 1;
-        if (m->status >= 200 || m->status == 101)
+        if (m->status == 101) { /* another protocol from here on: not ours */
+            m->keep_alive = false;
+            return 0;
+        }
+        if (m->status >= 200)
             return 0;
         sp__http_req_reset(m); /* the final answer may follow in the buffer */
     }
@@ -206,6 +242,13 @@ static int exchange(const sp_http_client_t *c, int fd, const sp_buf_t *req,
     struct iovec v[2] = {{sp__buf_data(req), sp__buf_len(req)}, {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
     sp_buf_free(&o.buf);
+    if (rc == -EPIPE || rc == -ECONNRESET) {
+        /* The server may have answered early (a 413 for a body it will not
+         * take) and closed: its answer, if it came, beats the send error. */
+        int answer = read_answer(c, fd, m, answered);
+        m->keep_alive = false;
+        return *answered && answer == 0 ? 0 : rc;
+    }
     return rc < 0 ? rc : read_answer(c, fd, m, answered);
 }
 
@@ -221,14 +264,27 @@ static int dial(const sp_http_client_t *c, const target_t *t)
     return fd;
 }
 
+/* Methods a server must treat alike however often they come (RFC 9110
+ * 9.2.2): only these are sent again without the caller asking. */
+static bool idempotent(const char *m)
+{
+    static const char *const safe[] = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"};
+    for (size_t i = 0; i < sizeof safe / sizeof safe[0]; i++)
+        if (!strcmp(m, safe[i]))
+            return true;
+    return false;
+}
+
 /* A pooled connection the server closed just as it was taken fails before
- * any byte of an answer: then, and only then, the request goes again on
- * another connection (it cannot have been processed). */
+ * any byte of an answer. An idempotent request then goes again, once, on a
+ * new connection; any other may have been processed (the server can read a
+ * request and close without answering), so its caller hears of it. */
 static int run(sp_http_client_t *c, const target_t *t, const sp_buf_t *req,
                const sp_http_client_request_t *rq, sp_http_request_t *m)
 {
+    bool may_retry = idempotent(rq->method ? rq->method : "GET"), use_pool = true;
     for (;;) {
-        int fd = sp__http_pool_take(&c->pool, t->key);
+        int fd = use_pool ? sp__http_pool_take(&c->pool, t->key) : -1;
         bool pooled = fd >= 0;
         if (!pooled && (fd = dial(c, t)) < 0)
             return fd;
@@ -238,8 +294,9 @@ static int run(sp_http_client_t *c, const target_t *t, const sp_buf_t *req,
             sp__http_pool_give(&c->pool, t->key, fd);
         else
             sp_io_close(fd);
-        if (rc == 0 || !pooled || answered || rc == -ETIMEDOUT)
+        if (rc == 0 || !pooled || answered || rc == -ETIMEDOUT || !may_retry)
             return rc;
+        use_pool = false; /* the one retry dials */
         sp__http_req_reset(m);
     }
 }
@@ -278,9 +335,10 @@ int sp_http_post(sp_http_client_t *c, const char *url, const char *content_type,
                  const void *body, size_t len, sp_http_client_response_t **out)
 {
     char ct[256];
-    if (snprintf(ct, sizeof ct, "Content-Type: %s", content_type) >= (int)sizeof ct)
+    if (content_type &&
+        snprintf(ct, sizeof ct, "Content-Type: %s", content_type) >= (int)sizeof ct)
         return -EINVAL;
-    const char *headers[] = {ct, NULL};
+    const char *headers[] = {content_type ? ct : NULL, NULL}; /* NULL: none */
     sp_http_client_request_t rq = {"POST", url, headers, body, len};
     return sp_http_client_do(c, &rq, out);
 }

@@ -196,15 +196,20 @@ static int check_headers(sp_http_request_t *r)
 }
 
 /* The client's side: a response's headers. Returning 1 tells http-parser
- * there is no body (the answer to a HEAD). */
+ * there is no body: the answer to a HEAD, and 1xx, 204 and 304 answers,
+ * which end at their blank line whatever length they announce (RFC 9112
+ * 6.3; a 304 may carry the Content-Length of what it stands for). */
 static int response_headers_complete(sp_http_request_t *r, http_parser *p)
 {
     r->status = (int)p->status_code;
-    if ((p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
+    if (p->http_major != 1)
+        return fail(r, 505); /* not an HTTP/1 answer */
+    bool bodiless = r->skip_body || r->status < 200 || r->status == 204 || r->status == 304;
+    if (!bodiless && (p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
         return fail(r, 413);
     r->keep_alive = http_should_keep_alive(p);
     r->headers_done = true;
-    return r->skip_body ? 1 : 0;
+    return bodiless ? 1 : 0;
 }
 
 static int on_headers_complete(http_parser *p)

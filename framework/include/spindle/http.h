@@ -319,24 +319,34 @@ void sp_http_client_destroy(sp_http_client_t *c);
 typedef struct sp_http_client_request {
     const char *method;          /* NULL: GET */
     const char *url;             /* "http://host[:port]/path?query" */
-    const char *const *headers;  /* "Name: value" strings, NULL-terminated; or NULL */
-    const void *body;            /* sent with Content-Length */
+    /* "Name: value" strings, NULL-terminated; or NULL. A Host line replaces
+     * the URL's; Content-Length and Transfer-Encoding are refused (-EINVAL):
+     * the client frames the body. */
+    const char *const *headers;
+    const void *body;            /* sent with Content-Length (NULL: none) */
     size_t body_len;
 } sp_http_client_request_t;
 
 typedef struct sp_http_client_response sp_http_client_response_t;
 
 /* Send the request and read the whole response (chunked, by length, or up
- * to the server's close). A pooled connection the server closed meanwhile
- * is replaced transparently (the request is sent again only when nothing
- * at all came back). 0 and *out (free it), or -errno: -EINVAL (bad URL or
- * header), -EPROTONOSUPPORT (not http://), -ENOENT (no such host),
- * -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET (closed before the answer was
- * complete), -EMSGSIZE, -EPROTO (not HTTP). */
+ * to the server's close; none for HEAD, 1xx, 204 and 304). When a pooled
+ * connection fails before any byte of an answer (the server closed it
+ * meanwhile), an idempotent request (GET, HEAD, OPTIONS, TRACE, PUT,
+ * DELETE) is sent again, once, on a new connection; any other may have
+ * been processed and fails with -ECONNRESET. A server that answers before
+ * taking the whole body (a 413) and closes: its answer is returned. A 101
+ * answer is returned and its connection closed. timeout_ms bounds each
+ * wait, not the whole exchange. 0 and *out (free it), or -errno: -EINVAL
+ * (bad URL, method or header; body_len without body), -EPROTONOSUPPORT
+ * (not http://), -ENOENT (no such host), -ECONNREFUSED, -ETIMEDOUT,
+ * -ECONNRESET (closed before the answer was complete), -EMSGSIZE, -EPROTO
+ * (not HTTP/1). */
 int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
                       sp_http_client_response_t **out);
 /* Shorthands for sp_http_client_do. */
 int sp_http_get(sp_http_client_t *c, const char *url, sp_http_client_response_t **out);
+/* content_type NULL: no Content-Type header. */
 int sp_http_post(sp_http_client_t *c, const char *url, const char *content_type,
                  const void *body, size_t len, sp_http_client_response_t **out);
 
