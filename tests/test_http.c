@@ -362,13 +362,23 @@ static void write_file(const char *name, const char *text)
     fclose(f);
 }
 
+static void remove_root(void)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s-secret'", root_dir, root_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 /* The static tree: index.html, a.txt, sub/ (index), "100%/", "q?x/" and
  * "a b/" (indexes holding their names), empty.txt, big.bin, link-in ->
- * a.txt, link-out -> /etc/passwd, and a secret next to it. */
+ * a.txt, link-out -> /etc/passwd, idx-in/ and idx-out/ (index.html links
+ * to ../a.txt and to /etc/passwd), huge.bin (64 MiB, sparse), and a
+ * secret next to it. */
 static void make_root(void)
 {
     snprintf(root_dir, sizeof root_dir, "/tmp/spindle-http-%d", getpid());
-    mkdir(root_dir, 0755);
+    remove_root(); /* one a failed test left, whose pid this process reuses */
+    ck_assert_int_eq(mkdir(root_dir, 0755), 0);
     write_file("index.html", "<h1>home</h1>\n");
     write_file("a.txt", "0123456789abcdef");
     write_file("empty.txt", "");
@@ -393,18 +403,26 @@ static void make_root(void)
     ck_assert_int_eq(symlink("a.txt", path), 0);
     snprintf(path, sizeof path, "%s/link-out", root_dir);
     ck_assert_int_eq(symlink("/etc/passwd", path), 0);
+    /* 64 MiB of holes: more than any socket buffers hold. */
+    snprintf(path, sizeof path, "%s/huge.bin", root_dir);
+    int hfd = open(path, O_CREAT | O_WRONLY, 0644);
+    ck_assert_int_ge(hfd, 0);
+    ck_assert_int_eq(ftruncate(hfd, 64 << 20), 0);
+    close(hfd);
+    /* Directories whose index is a link: to a file of the root, and out. */
+    const char *dirs[][2] = {{"idx-in", "../a.txt"}, {"idx-out", "/etc/passwd"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", root_dir, dirs[i][0]);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/%s/index.html", root_dir, dirs[i][0]);
+        ck_assert_int_eq(symlink(dirs[i][1], path), 0);
+    }
     snprintf(path, sizeof path, "%s-secret", root_dir);
     f = fopen(path, "w");
     fputs("secret", f);
     fclose(f);
 }
 
-static void remove_root(void)
-{
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s-secret'", root_dir, root_dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
 
 static void add_routes(sp_http_router_t *r)
 {
@@ -887,6 +905,73 @@ START_TEST(smuggling_framing_400)
             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
     refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: identity\r\n\r\n", 400);
     refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\n\r\nabc", 400);
+    /* Line ends that are not CRLF where http-parser (built without strict
+     * checks) would take any byte: after chunk data, in a chunk-size line,
+     * after the last chunk, and at the end of the headers. Each could hide
+     * a second request from a proxy that reads the bytes correctly. */
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "5\r\nhelloAB0\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "5\r\nhello\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "5\rZhello\r\n0\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "0\rZ\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: t\r\n\rZGET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: t\rX-A: b\r\n\r\n", 400);
+    /* HTTP/1.0 has no chunked coding (RFC 9112 6.1). */
+    refused("POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "0\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(server_name_without_control_bytes)
+{
+    sp_iomanager_t *io = sp_iomanager_create("names", 1, false);
+    ck_assert_ptr_nonnull(io);
+    const char *bad[] = {"a\rb", "a\nb", "a\x01" "b", "a\x7f"};
+    for (int i = 0; i < 4; i++) {
+        sp_http_server_opts_t o = {.server_name = bad[i]};
+        errno = 0;
+        ck_assert_ptr_null(sp_http_server_create(io, sp_http_router_dispatch, NULL, &o));
+        ck_assert_int_eq(errno, EINVAL);
+    }
+    sp_http_server_opts_t o = {.server_name = "my server\t1.0"};
+    sp_http_server_t *srv = sp_http_server_create(io, sp_http_router_dispatch, NULL, &o);
+    ck_assert_ptr_nonnull(srv);
+    sp_http_server_destroy(srv);
+    sp_iomanager_destroy(io);
+}
+END_TEST
+
+START_TEST(host_value_checked)
+{
+    refused("GET /hello HTTP/1.1\r\nHost: a b\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: a/b\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: a@b\r\n\r\n", 400);
+    ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"), 200);
+    ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: my-host.example:80\r\n\r\n"), 200);
+    ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost:\r\n\r\n"), 200); /* empty: allowed */
+}
+END_TEST
+
+START_TEST(head_errors_have_no_body)
+{
+    const char *reqs[] = {"HEAD /a%zz HTTP/1.1\r\nHost: t\r\n\r\n",
+                          "HEAD /static/a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999\r\n\r\n"};
+    int want[] = {400, 413};
+    for (int i = 0; i < 2; i++) {
+        client_t *c = client_open(&S.addr);
+        send_str(c, reqs[i]);
+        resp_t r;
+        ck_assert_int_eq(get_response(c, &r, true), 0);
+        ck_assert_int_eq(r.status, want[i]);
+        /* Nothing after the head (read with it, or later): then the close. */
+        ck_assert_uint_eq(c->len, 0);
+        ck_assert_int_eq(fill(c), 0);
+        resp_free(&r);
+        client_close(c);
+    }
 }
 END_TEST
 
@@ -1238,6 +1323,9 @@ START_TEST(static_no_escape_from_root)
     }
     ck_assert_int_eq(status_of("GET /static/link-out HTTP/1.1\r\nHost: t\r\n\r\n"), 403);
     ck_assert_int_eq(status_of("GET /static/%2e%2e/x HTTP/1.1\r\nHost: t\r\n\r\n"), 403);
+    /* An index that links elsewhere under the root is served; out: 403. */
+    check_body(GET("/static/idx-in/"), "0123456789abcdef");
+    ck_assert_int_eq(status_of(GET("/static/idx-out/")), 403);
     /* Dots that are not a ".." segment are ordinary names. */
     ck_assert_int_eq(status_of(GET("/static/..a.txt")), 404);
 }
@@ -1261,6 +1349,8 @@ START_TEST(static_ranges_and_conditional)
     ck_assert_int_eq(r.status, 416);
     ck_assert_str_eq(hdr(&r, "content-range", v, sizeof v), "bytes */16");
     resp_free(&r);
+    /* A suffix of an empty file is all of it: 200, not 416. */
+    ck_assert_int_eq(status_of("GET /static/empty.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=-5\r\n\r\n"), 200);
     /* Several ranges or bad syntax: the whole file. */
     ck_assert_int_eq(status_of("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,4-5\r\n\r\n"), 200);
     ck_assert_int_eq(status_of("GET /static/a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=5-2\r\n\r\n"), 200);
@@ -1406,6 +1496,26 @@ START_TEST(access_log_line_per_request)
     status_of(GET("/hello?q=\"x\"\\"));
     ck_assert_int_eq(sp_log_flush(), 0);
     ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /hello?q=\\x22x\\x22\\x5C\" 200 "));
+    /* A download the client gives up: logged with the bytes that went out
+     * (the line comes when the server's send fails: waited for, 10 s at
+     * most). */
+    client_t *c = client_open(&S.addr);
+    send_str(c, GET("/static/huge.bin"));
+    ck_assert_int_gt(fill(c), 0);
+    client_close(c);
+    const char *line = NULL;
+    for (int i = 0; i < 1000 && !line; i++) {
+        ck_assert_int_eq(sp_log_flush(), 0);
+        pthread_mutex_lock(&log_lock);
+        line = strstr(log_lines, "\"GET /static/huge.bin\" 200 ");
+        pthread_mutex_unlock(&log_lock);
+        if (!line)
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    ck_assert_ptr_nonnull(line);
+    unsigned long long sent = strtoull(line + strlen("\"GET /static/huge.bin\" 200 "), NULL, 10);
+    ck_assert_uint_gt(sent, 0);
+    ck_assert_uint_lt(sent, 64u << 20);
     ck_assert_ptr_nonnull(strstr(log_lines, "us\n"));
 }
 END_TEST
@@ -2197,7 +2307,8 @@ int main(void)
              chunked_request_body, head_has_headers_without_body, expect_100_continue,
              streamed_response_chunked_and_http10, router_exact_prefix_glob,
              router_405_with_allow, router_default_handler, malformed_requests_400,
-             smuggling_framing_400, limits_414_431_413,
+             smuggling_framing_400, host_value_checked, head_errors_have_no_body,
+             limits_414_431_413,
              handler_error_500_and_connection_survives, static_files_served,
              static_big_file_sendfile, static_no_escape_from_root,
              static_ranges_and_conditional, static_if_range_and_huge_ranges,
@@ -2212,7 +2323,7 @@ int main(void)
     /* This one stops the server itself. */
     ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once);
     ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client,
-             httpd_rejects_bad_numbers);
+             httpd_rejects_bad_numbers, server_name_without_control_bytes);
     ADD_CASE(s, "client", setup_default, server_stop, client_requests_and_pool, client_errors,
              client_read_timeout, client_replaces_closed_pooled_connection,
              client_bodiless_answers, client_101_connection_not_reused,

@@ -359,9 +359,25 @@ int hc_http_server_port(const hc_http_server_t *s)
     return s->port;
 }
 
+/* Lock held: wait until no connection is open (they end within their
+ * socket timeouts plus the delay). True if none is. */
+static bool wait_idle(hc_http_server_t *s)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 15 + s->delay_ms / 1000;
+    int rc = 0;
+    while (s->active > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->idle, &s->lock, &deadline);
+    return s->active == 0;
+}
+
 void hc_http_server_counts(hc_http_server_t *s, unsigned long *served, int *peak)
 {
+    /* A client has its answer before the thread that sent it counts it:
+     * the counts are final once the connections in flight have ended. */
     pthread_mutex_lock(&s->lock);
+    wait_idle(s);
     *served = s->served;
     *peak = s->peak;
     pthread_mutex_unlock(&s->lock);
@@ -374,15 +390,8 @@ void hc_http_server_stop(hc_http_server_t *s)
     shutdown(s->lfd, SHUT_RDWR); /* Linux: a blocked accept returns EINVAL */
     pthread_join(s->acceptor, NULL);
     close(s->lfd);
-    /* Connection threads end within their socket timeouts plus the delay. */
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += 15 + s->delay_ms / 1000;
     pthread_mutex_lock(&s->lock);
-    int rc = 0;
-    while (s->active > 0 && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&s->idle, &s->lock, &deadline);
-    bool idle = s->active == 0;
+    bool idle = wait_idle(s);
     pthread_mutex_unlock(&s->lock);
     if (!idle) {
         /* A connection thread still holds s: leave it allocated. */

@@ -41,7 +41,8 @@ typedef struct hc_http_server hc_http_server_t;
 /* NULL + errno on failure. */
 hc_http_server_t *hc_http_server_start(int delay_ms);
 int hc_http_server_port(const hc_http_server_t *s);
-/* Responses sent so far, and the most connections served at once. */
+/* Responses sent, once the connections in flight have ended (a bounded
+ * wait), and the most connections served at once. */
 void hc_http_server_counts(hc_http_server_t *s, unsigned long *served,
                            int *peak);
 /* Stop accepting, wait (bounded) for the connections in flight, free. */

@@ -247,7 +247,10 @@ static void prepare_response(sp__http_conn_t *c)
     sp_http_response_t *res = &c->res;
     sp__http_res_reset(res);
     res->version = c->req.version ? c->req.version : 11;
-    res->head_only = c->req.headers_done && c->req.method == SP_HTTP_HEAD;
+    /* The method is known once the request line is (an error in the
+     * headers still answers a HEAD without a body). */
+    bool method_known = c->req.headers_done || c->req.target_len;
+    res->head_only = method_known && c->req.parser.method == HTTP_HEAD;
     res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req) ||
                  atomic_load(&c->srv->stopping);
 }
@@ -261,9 +264,14 @@ static bool handle(sp__http_conn_t *c)
     int rc = srv->handler(&c->req, &c->res, srv->arg);
     if (rc != 0) {
         atomic_fetch_add(&srv->n_handler_errors, 1);
-        /* Streamed already: only closing tells the client it is cut short. */
-        if (c->res.started || sp_http_response_error(&c->res, 500, NULL, NULL) < 0)
+        /* Streamed already (or the client went away meanwhile): only closing
+         * tells the client it is cut short; counted and logged with the
+         * bytes that went out. */
+        if (c->res.started || sp_http_response_error(&c->res, 500, NULL, NULL) < 0) {
+            atomic_fetch_add(&srv->n_requests, 1);
+            access_log(c);
             return false;
+        }
     }
     bool keep = finish(c);
     sp__http_req_reset(&c->req);

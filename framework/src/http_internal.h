@@ -40,6 +40,12 @@ struct sp_http_request {
      * reached their end (so its next piece may start the next feed). */
     const char *feed, *feed_end;
     bool value_open;
+    /* Line-ending checks http-parser skips when built without strict mode
+     * (Debian's): the next framing byte to check, a CR just seen, and how
+     * many bytes of a chunk's closing CRLF the next feed must start with. */
+    const char *scan;
+    bool cr_open;
+    unsigned char crlf_due;
     sp_buf_t body;
     int error;          /* status for the error that stopped the parser */
     bool begun;         /* the first byte of the request was parsed */
@@ -106,8 +112,10 @@ void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind);
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
-/* Flush, then len bytes of file_fd from off with sendfile. 0 or -errno. */
-int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len);
+/* Flush, then len bytes of file_fd from off with sendfile; *sent counts
+ * the file bytes that went out. 0 or -errno. */
+int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
+                          size_t *sent);
 /* The deadline ms from now on the sp_now_ns clock; 0 (none) for ms < 0. */
 uint64_t sp__http_deadline(int64_t ms);
 /* Microseconds left until deadline_ns (sp_now_ns clock), -1 for none. */

@@ -146,13 +146,16 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
     return rc;
 }
 
-int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len)
+int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
+                          size_t *sent)
 {
     int rc = sp__http_out_flush(o, NULL, 0);
+    *sent = 0;
     while (rc == 0 && len) {
         ssize_t w = sendfile(o->fd, file_fd, &off, len);
         if (w > 0) {
             len -= (size_t)w;
+            *sent += (size_t)w;
         } else if (w == 0) {
             rc = -EIO; /* the file is shorter than it said: shrunk meanwhile */
         } else if (errno == EAGAIN) {

@@ -161,6 +161,21 @@ static bool all_digits(const char *s)
     return true;
 }
 
+/* RFC 9112 3.2: a Host value is uri-host [":" port]: RFC 3986 reg-name
+ * characters (unreserved, sub-delims, '%'), or an IP literal in brackets.
+ * Empty is allowed (a target without authority). */
+static bool valid_host(const char *v)
+{
+    for (; *v; v++) {
+        unsigned char c = (unsigned char)*v;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || (c && strchr("-._~!$&'()*+,;=%:[]", c));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 /* One pass over the header lines: trim the values, note Expect, and the
  * request smuggling defences (http-parser 2.9.4 lets some of these
  * through). A message whose length two parties could read differently is
@@ -185,12 +200,14 @@ static int check_headers(sp_http_request_t *r)
             if (++te > 1 || strcasecmp(value, "chunked"))
                 return 400;
         } else if (n == 4 && sp__http_named(name, "host")) {
-            host++;
+            if (++host > 1 || !valid_host(value))
+                return 400;
         } else if (n == 6 && sp__http_named(name, "expect")) {
             r->expect_continue = r->version == 11 && !strcasecmp(value, "100-continue");
         }
     }
-    if ((cl && te) || host > 1 || (r->version == 11 && host == 0))
+    /* HTTP/1.0 has no chunked coding: its framing is faulty (RFC 9112 6.1). */
+    if ((cl && te) || (te && r->version == 10) || (r->version == 11 && host == 0))
         return 400;
     return 0;
 }
@@ -240,9 +257,50 @@ static int on_headers_complete(http_parser *p)
     return 0;
 }
 
+/* Check the framing bytes [from, to) (all but body data): every CR must be
+ * followed by LF. http-parser, built without strict checks, takes any byte
+ * after a CR as its LF, so "Host: x\r\n\rZ" or "5\rZ" would frame a message
+ * differently from a server that checks (request smuggling). */
+static int check_framing(sp_http_request_t *r, const char *from, const char *to)
+{
+    while (from < to) {
+        if (r->cr_open) {
+            if (*from++ != '\n')
+                return fail(r, 400);
+            r->cr_open = false;
+            continue;
+        }
+        const char *cr = memchr(from, '\r', (size_t)(to - from));
+        if (!cr)
+            break;
+        r->cr_open = true;
+        from = cr + 1;
+    }
+    return 0;
+}
+
+/* Bytes the feed must start with: the rest of a chunk's closing CRLF. */
+static int check_crlf_due(sp_http_request_t *r, const char *p, const char *end)
+{
+    for (; r->crlf_due && p < end; p++, r->crlf_due--)
+        if (*p != "\r\n"[2 - r->crlf_due])
+            return fail(r, 400);
+    return 0;
+}
+
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     sp_http_request_t *r = req_of(p);
+    if (check_framing(r, r->scan, at) < 0)
+        return -1;
+    r->scan = at + n;
+    /* A chunk's data ends with exactly CRLF (non-strict http-parser takes
+     * any two bytes: "helloAB0" would hide a request behind the chunk). */
+    if ((p->flags & F_CHUNKED) && p->content_length == 0) {
+        r->crlf_due = 2;
+        if (check_crlf_due(r, at + n, r->feed_end) < 0)
+            return -1;
+    }
     if (sp__buf_len(&r->body) + n > r->opts->max_body)
         return fail(r, 413);
     return sp__buf_append(&r->body, at, n) < 0 ? fail(r, 500) : 0;
@@ -298,6 +356,8 @@ void sp__http_req_reset(sp_http_request_t *r)
     r->begun = r->headers_done = r->complete = false;
     r->expect_continue = r->keep_alive = r->upgrade = false;
     r->status = 0;
+    r->cr_open = false;
+    r->crlf_due = 0;
 }
 
 void sp__http_req_free(sp_http_request_t *r)
@@ -330,15 +390,21 @@ static int status_of(enum http_errno e, const char *p, const char *at, const cha
 size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
                          sp__http_state_t *state)
 {
-    r->feed = p;
-    r->feed_end = p + n;
+    r->feed = r->scan = p;
+    r->feed_end = p ? p + n : p; /* NULL, 0: the end of the stream */
+    if (check_crlf_due(r, p, p + n) < 0) {
+        *state = SP__HTTP_FAILED;
+        return 0;
+    }
     size_t used = http_parser_execute(&r->parser, &settings, p, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
     if (e == HPE_PAUSED) {
         http_parser_pause(&r->parser, 0);
         e = HPE_OK;
     }
-    if (e != HPE_OK) {
+    /* The framing bytes after the last body data (fail() sets r->error). */
+    bool bad_framing = e == HPE_OK && p && check_framing(r, r->scan, p + used) < 0;
+    if (e != HPE_OK || bad_framing) {
         if (!r->error)
             r->error = status_of(e, p, p + used, p + n);
         *state = SP__HTTP_FAILED;

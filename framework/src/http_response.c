@@ -415,9 +415,7 @@ int sp_http_response_sendfile(sp_http_response_t *res, int file_fd, off_t offset
     res->length = len;
     if (res->head_only || how == NO_BODY)
         return 0;
-    rc = sp__http_out_sendfile(res->out, file_fd, offset, len);
-    if (rc == 0)
-        res->sent = len;
+    rc = sp__http_out_sendfile(res->out, file_fd, offset, len, &res->sent);
     return stream_failed(res, rc);
 }
 

@@ -13,6 +13,7 @@
  *     link since. (Directories of the root replaced by links between the
  *     two calls are not defended against: the root is assumed not to be
  *     writable by those who send the requests.)
+ * A directory's index is looked up the same way (its path resolved).
  * Opening with O_NONBLOCK keeps a FIFO in the tree from blocking the worker;
  * anything but a regular file or a directory is refused.
  */
@@ -152,7 +153,9 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
     if (*p || (!has_first && !has_last) || (has_first && has_last && last < first))
         return RANGE_NONE;
     if (!has_first) { /* the last `last` bytes */
-        if (last == 0 || size == 0)
+        if (size == 0)
+            return RANGE_NONE; /* all of nothing: 200 (RFC 9110 14.1.1) */
+        if (last == 0)
             return RANGE_UNSATISFIABLE;
         first = last >= size ? 0 : size - last;
         last = size - 1;
@@ -313,10 +316,13 @@ static char *redirect_target(const char *path, const char *query)
 }
 
 /* A directory: its index file, after a redirect that adds the slash (so
- * relative links in the index resolve in the directory). An fd, -status,
+ * relative links in the index resolve in the directory). The index goes
+ * through the same checks as any file, so a link to a file elsewhere under
+ * the root serves it and one leading outside is refused. An fd, -status,
  * or REDIRECTED. */
-static int open_index(const sp_http_static_t *st, sp_http_response_t *res, int dir,
-                      const char *path, const char *query, struct stat *sb)
+static int open_index(const sp_http_static_t *st, sp_http_response_t *res,
+                      const char *rel, const char *path, const char *query,
+                      struct stat *sb)
 {
     if (path[strlen(path) - 1] != '/') {
         char *loc = redirect_target(path, query);
@@ -326,12 +332,13 @@ static int open_index(const sp_http_static_t *st, sp_http_response_t *res, int d
         free(loc);
         return rc < 0 ? -500 : REDIRECTED;
     }
-    int fd = openat(dir, st->index, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0)
-        return -status_of_errno(errno == ELOOP ? EACCES : errno);
-    if (fstat(fd, sb) == 0 && S_ISREG(sb->st_mode))
+    char name[PATH_MAX];
+    if (snprintf(name, sizeof name, "%s%s", rel, st->index) >= (int)sizeof name)
+        return -404;
+    int fd = open_under_root(st, name, sb);
+    if (fd < 0 || S_ISREG(sb->st_mode))
         return fd;
-    close(fd);
+    close(fd); /* a directory called like the index */
     return -404;
 }
 
@@ -353,9 +360,8 @@ int sp_http_static_handler(sp_http_request_t *req, sp_http_response_t *res, void
     int fd = open_under_root(st, rel, &sb);
     const char *name = rel;
     if (fd >= 0 && S_ISDIR(sb.st_mode)) {
-        int dir = fd;
-        fd = open_index(st, res, dir, path, sp_http_request_query(req), &sb);
-        close(dir);
+        close(fd);
+        fd = open_index(st, res, rel, path, sp_http_request_query(req), &sb);
         if (fd == REDIRECTED)
             return 0;
         name = st->index;

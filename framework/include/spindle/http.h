@@ -244,7 +244,8 @@ typedef struct sp_http_server_opts {
     int64_t send_timeout_ms;      /* wait for the client to take response
                                      bytes; 60 s; over: close */
     int max_conns;           /* open connections; 0 = unlimited; over: 503 */
-    const char *server_name; /* Server header; NULL = "spindle", "" = none */
+    const char *server_name; /* Server header; NULL = "spindle", "" = none;
+                                control bytes (but tab): EINVAL */
     bool access_log;         /* one INFO line per request on the logger
                                 "http.access": peer, method, target,
                                 status, body bytes sent, duration in µs */
