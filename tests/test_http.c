@@ -929,7 +929,7 @@ START_TEST(server_name_without_control_bytes)
 {
     sp_iomanager_t *io = sp_iomanager_create("names", 1, false);
     ck_assert_ptr_nonnull(io);
-    const char *bad[] = {"a\rb", "a\nb", "a\x01" "b", "a\x7f"};
+    const char *bad[] = {"a\rb", "a\nb", "a\001b", "a\x7f"};
     for (int i = 0; i < 4; i++) {
         sp_http_server_opts_t o = {.server_name = bad[i]};
         errno = 0;
@@ -2086,7 +2086,7 @@ START_TEST(client_request_line_and_headers)
     sp_http_client_response_free(r);
     /* What the client refuses before sending anything. */
     const char *bad[][2] = {{"Content-Length: 2", NULL}, {"Transfer-Encoding: chunked", NULL},
-                            {"X-A: a\x01" "b", NULL}, {"X-A: a\x7f", NULL},
+                            {"X-A: a\001b", NULL}, {"X-A: a\x7f", NULL},
                             {"Bad Name: x", NULL}, {": x", NULL}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_int_eq(sp_http_client_do(x.cl, &(sp_http_client_request_t){
