@@ -1492,6 +1492,10 @@ START_TEST(access_log_line_per_request)
     ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /hello?x=1\" 200 5 "));
     ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /missing\" 404 14 "));
     ck_assert_ptr_nonnull(strstr(log_lines, "\"- -\" 400 "));
+    /* An error after the request line still logs it. */
+    refused("GET /a%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    ck_assert_int_eq(sp_log_flush(), 0);
+    ck_assert_ptr_nonnull(strstr(log_lines, "\"GET /a%zz\" 400 "));
     /* A quote or backslash in the target cannot end the field early. */
     status_of(GET("/hello?q=\"x\"\\"));
     ck_assert_int_eq(sp_log_flush(), 0);

@@ -222,7 +222,8 @@ static void access_log(sp__http_conn_t *c)
         return;
     char peer[SP_ADDR_TEXT_MAX] = "-";
     sp_addr_format(c->req.peer, peer, sizeof peer);
-    bool parsed = c->req.headers_done;
+    /* An error in the headers still shows the request line. */
+    bool parsed = c->req.target_done;
     uint64_t us = (sp_now_ns() - c->start_ns) / 1000;
     char *copy;
     const char *target = parsed ? log_safe(sp_http_request_target(&c->req), &copy) : "-";
@@ -249,7 +250,7 @@ static void prepare_response(sp__http_conn_t *c)
     res->version = c->req.version ? c->req.version : 11;
     /* The method is known once the request line is (an error in the
      * headers still answers a HEAD without a body). */
-    bool method_known = c->req.headers_done || c->req.target_len;
+    bool method_known = c->req.target_done || c->req.target_len;
     res->head_only = method_known && c->req.parser.method == HTTP_HEAD;
     res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req) ||
                  atomic_load(&c->srv->stopping);

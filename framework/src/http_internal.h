@@ -49,6 +49,7 @@ struct sp_http_request {
     sp_buf_t body;
     int error;          /* status for the error that stopped the parser */
     bool begun;         /* the first byte of the request was parsed */
+    bool target_done;   /* the method and target are known (NUL-terminated) */
     bool headers_done, complete, expect_continue, keep_alive, upgrade;
     sp_http_method_t method;
     int version;

@@ -73,6 +73,7 @@ static int new_header(sp_http_request_t *r)
     /* The target or the previous value ends here. */
     if (text_end(r) < 0)
         return -1;
+    r->target_done = true;
     if (sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0)
         return fail(r, 500);
     r->nheaders++;
@@ -234,6 +235,7 @@ static int on_headers_complete(http_parser *p)
     sp_http_request_t *r = req_of(p);
     if (text_end(r) < 0) /* the last value, or the target */
         return -1;
+    r->target_done = true;
     r->version = p->http_major == 1 && p->http_minor == 0 ? 10 : 11;
     if (p->type == HTTP_RESPONSE) {
         for (size_t i = 0; i < r->nheaders; i++)
@@ -353,7 +355,7 @@ void sp__http_req_reset(sp_http_request_t *r)
     r->path = r->query = 0;
     r->last = SP__LAST_NONE;
     r->error = 0;
-    r->begun = r->headers_done = r->complete = false;
+    r->begun = r->target_done = r->headers_done = r->complete = false;
     r->expect_continue = r->keep_alive = r->upgrade = false;
     r->status = 0;
     r->cr_open = false;
