@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1395,6 +1396,32 @@ START_TEST(static_ranges_and_conditional)
 }
 END_TEST
 
+START_TEST(static_out_of_fds_is_503)
+{
+    /* With no fd number left (the limit lowered to just above the highest
+     * fd in use), opening the file fails with EMFILE: the server's
+     * trouble (503), not a forbidden file (403). The connection is open
+     * before, and the limit comes back after. */
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    roundtrip(c, GET("/hello"), &r);
+    resp_free(&r);
+    struct rlimit old;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int top = dup(0); /* the lowest free number: nothing above is needed */
+    ck_assert_int_ge(top, 0);
+    close(top);
+    struct rlimit low = {(rlim_t)top, old.rlim_max};
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    roundtrip(c, GET("/static/a.txt"), &r);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    ck_assert_int_eq(r.status, 503);
+    resp_free(&r);
+    client_close(c);
+    ck_assert_int_eq(status_of(GET("/static/a.txt")), 200);
+}
+END_TEST
+
 START_TEST(static_if_range_and_huge_ranges)
 {
     char lm[64], req[256], v[64];
@@ -2316,6 +2343,7 @@ int main(void)
              handler_error_500_and_connection_survives, static_files_served,
              static_big_file_sendfile, static_no_escape_from_root,
              static_ranges_and_conditional, static_if_range_and_huge_ranges,
+             static_out_of_fds_is_503,
              static_redirect_location_encoded, thousand_concurrent_keepalive_clients);
     ADD_CASE(s, "timeouts", setup_short_timeouts, server_stop, slowloris_gets_408,
              stalled_body_gets_408, idle_keepalive_closed_silently);

@@ -250,7 +250,18 @@ static bool climbs(const char *path)
 
 static int status_of_errno(int err)
 {
-    return err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG ? 404 : 403;
+    switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+        return 404;
+    case EMFILE: /* out of fds or memory: the server's trouble, for now */
+    case ENFILE:
+    case ENOMEM:
+        return 503;
+    default:
+        return 403;
+    }
 }
 
 /* Resolve and check a path under the root: an open fd (and *sb), or
