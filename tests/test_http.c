@@ -920,6 +920,12 @@ START_TEST(smuggling_framing_400)
             "0\rZ\r\n", 400);
     refused("GET /hello HTTP/1.1\r\nHost: t\r\n\rZGET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 400);
     refused("GET /hello HTTP/1.1\r\nHost: t\rX-A: b\r\n\r\n", 400);
+    /* A bare LF in chunked framing (a proxy ends the size line there;
+     * http-parser reads on as extension text). */
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "5;a=b\nhello\r\n0\r\n\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "0;a=b\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 400);
     /* HTTP/1.0 has no chunked coding (RFC 9112 6.1). */
     refused("POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
             "0\r\n\r\n", 400);

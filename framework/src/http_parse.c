@@ -265,6 +265,17 @@ static int on_headers_complete(http_parser *p)
  * differently from a server that checks (request smuggling). */
 static int check_framing(sp_http_request_t *r, const char *from, const char *to)
 {
+    if (r->parser.flags & F_CHUNKED) {
+        /* Chunked framing: every line ends with CRLF. http-parser reads a
+         * bare LF in a chunk extension as extension text, where a proxy
+         * ends the line ("5;a\nhello" frames the data differently). */
+        for (; from < to; from++) {
+            if ((r->cr_open && *from != '\n') || (!r->cr_open && *from == '\n'))
+                return fail(r, 400);
+            r->cr_open = *from == '\r';
+        }
+        return 0;
+    }
     while (from < to) {
         if (r->cr_open) {
             if (*from++ != '\n')
