@@ -67,21 +67,12 @@ typedef struct target {
     size_t path_len, query_len;
 } target_t;
 
-/* A byte no request line may carry (http-parser's URL check lets a tab
- * and a form feed through). */
-static bool has_control(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s <= ' ' || *s == 0x7f)
-            return true;
-    return false;
-}
-
 static int parse_url(const char *url, target_t *t)
 {
     struct http_parser_url u;
     http_parser_url_init(&u);
-    if (!url || has_control(url) || http_parser_parse_url(url, strlen(url), 0, &u) ||
+    size_t len = url ? strlen(url) : 0;
+    if (!url || sp__http_has_control(url, len) || http_parser_parse_url(url, len, 0, &u) ||
         !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)) ||
         (u.field_set & (1 << UF_USERINFO)))
         return -EINVAL;
@@ -129,10 +120,8 @@ static bool valid_header(const char *h)
     size_t name = sp__http_token_span(h, SIZE_MAX);
     if (!colon || !name || h + name != colon)
         return false;
-    for (const char *p = colon + 1; *p; p++)
-        if (((unsigned char)*p < ' ' && *p != '\t') || *p == 0x7f)
-            return false;
-    return !named(h, "content-length") && !named(h, "transfer-encoding");
+    return sp__http_field_value_ok(colon + 1) && !named(h, "content-length") &&
+           !named(h, "transfer-encoding");
 }
 
 static int add(sp_buf_t *b, const char *s)

@@ -90,6 +90,11 @@ bool sp__http_is_token(const char *s);
 size_t sp__http_token_len(const char *s);
 /* How many of the first max bytes of s are token characters. */
 size_t sp__http_token_span(const char *s, size_t max);
+/* Does t[0, n) hold a space or control byte? None belongs in a request
+ * target or URL (http-parser lets a tab, a form feed and DEL through). */
+bool sp__http_has_control(const char *t, size_t n);
+/* A header value without control bytes (a tab is fine). */
+bool sp__http_field_value_ok(const char *v);
 /* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
  * it in nheaders or nparams. */
 int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);

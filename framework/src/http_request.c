@@ -177,9 +177,7 @@ static void split_origin(const char *t, size_t tl, size_t *plen, size_t *qoff, s
     }
 }
 
-/* http-parser lets a tab, a form feed and DEL through in a target; RFC
- * 3986 has no place for any control byte (nor does an access log line). */
-static bool has_control(const char *t, size_t n)
+bool sp__http_has_control(const char *t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)t[i] <= ' ' || t[i] == 0x7f)
@@ -187,12 +185,20 @@ static bool has_control(const char *t, size_t n)
     return false;
 }
 
+bool sp__http_field_value_ok(const char *v)
+{
+    for (; *v; v++)
+        if (((unsigned char)*v < ' ' && *v != '\t') || *v == 0x7f)
+            return false;
+    return true;
+}
+
 int sp__http_req_decode_target(sp_http_request_t *r)
 {
     const char *t = sp__http_req_str(r, 0);
     size_t tl = r->target_len;
     size_t poff = 0, plen = tl, qoff = 0, qlen = 0;
-    if (has_control(t, tl))
+    if (sp__http_has_control(t, tl))
         return 400;
     if (tl && t[0] == '/') {
         split_origin(t, tl, &plen, &qoff, &qlen);

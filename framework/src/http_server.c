@@ -39,9 +39,8 @@ static int server_line(sp_http_server_t *srv, const char *name)
 {
     if (!name)
         name = "spindle";
-    for (const char *p = name; *p; p++) /* a header value: no control bytes */
-        if (((unsigned char)*p < ' ' && *p != '\t') || *p == 0x7f)
-            return -EINVAL;
+    if (!sp__http_field_value_ok(name))
+        return -EINVAL;
     int n = *name ? snprintf(srv->server_line, sizeof srv->server_line,
                              "Server: %s\r\n", name)
                   : 0;
