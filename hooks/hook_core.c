@@ -7,21 +7,16 @@
 
 #include "hook_internal.h"
 
-static _Atomic(const sp_hook_bridge_t *) bridge;
+_Atomic(const sp_hook_bridge_t *) sp__hook_table;
 
 void sp_hook_attach(const sp_hook_bridge_t *b)
 {
-    atomic_store_explicit(&bridge, b, memory_order_release);
+    atomic_store_explicit(&sp__hook_table, b, memory_order_release);
 }
 
 bool sp_hook_attached(void)
 {
-    return atomic_load(&bridge) != NULL;
-}
-
-const sp_hook_bridge_t *sp__bridge(void)
-{
-    return atomic_load_explicit(&bridge, memory_order_acquire);
+    return atomic_load(&sp__hook_table) != NULL;
 }
 
 const sp_hook_bridge_t *sp__hook_active(void)
@@ -30,31 +25,22 @@ const sp_hook_bridge_t *sp__hook_active(void)
     return b && b->enabled() ? b : NULL;
 }
 
-sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp)
+/* A blocking socket from outside used in a fiber: the user still sees it
+ * blocking. */
+bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd)
 {
-    const sp_hook_bridge_t *b = sp__bridge();
-    unsigned fl = 0;
-    sp_fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
-    if (!c || !(fl & SP_FD_SOCKET) || (fl & SP_FD_USER_NB))
-        return NULL;
+    bool ok = true;
+    sp__spin_lock(&c->lock);
+    unsigned fl = atomic_load(&c->flags);
     if (!(fl & SP_FD_SYS_NB)) {
-        /* A blocking socket from outside used in a fiber: make it
-         * non-blocking underneath; the user still sees it blocking. */
-        sp__spin_lock(&c->lock);
-        fl = atomic_load(&c->flags);
-        if (!(fl & SP_FD_SYS_NB)) {
-            const sp_real_t *r = sp__real();
-            int kfl = r->fcntl(fd, F_GETFL);
-            if (kfl < 0 || r->fcntl(fd, F_SETFL, kfl | O_NONBLOCK) < 0) {
-                sp__spin_unlock(&c->lock);
-                return NULL;
-            }
+        const sp_real_t *r = sp__real();
+        int kfl = r->fcntl(fd, F_GETFL);
+        ok = kfl >= 0 && r->fcntl(fd, F_SETFL, kfl | O_NONBLOCK) == 0;
+        if (ok)
             atomic_store(&c->flags, fl | SP_FD_SYS_NB);
-        }
-        sp__spin_unlock(&c->lock);
     }
-    *bp = b;
-    return c;
+    sp__spin_unlock(&c->lock);
+    return ok;
 }
 
 void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb)

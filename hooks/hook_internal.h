@@ -3,6 +3,7 @@
 #ifndef SP_HOOK_INTERNAL_H
 #define SP_HOOK_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -11,16 +12,37 @@
 
 /* The framework's table, or NULL (preloaded into a program that has not
  * created an IOManager: nothing can park then). */
-const sp_hook_bridge_t *sp__bridge(void);
+extern _Atomic(const sp_hook_bridge_t *) sp__hook_table;
+
+static inline const sp_hook_bridge_t *sp__bridge(void)
+{
+    return atomic_load_explicit(&sp__hook_table, memory_order_acquire);
+}
 
 /* The bridge when the calling fiber may park, else NULL. */
 const sp_hook_bridge_t *sp__hook_active(void);
 
+/* Set O_NONBLOCK underneath a socket the user believes blocking; false if
+ * the kernel refused. */
+bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd);
+
 /* When the calling fiber may park and fd is a socket the hooks manage (fd
  * created or first used in a fiber, not made non-blocking by the user):
  * its context, with O_NONBLOCK set in the kernel, and the bridge in *bp.
- * NULL means: call libc as it is. */
-sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp);
+ * NULL means: call libc as it is. Inline: every hooked call starts here,
+ * and what it does for a managed socket is one call and a flag test. */
+static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp)
+{
+    const sp_hook_bridge_t *b = sp__bridge();
+    unsigned fl = 0;
+    sp_fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
+    if (!c || (fl & (SP_FD_SOCKET | SP_FD_USER_NB)) != SP_FD_SOCKET)
+        return NULL;
+    if (!(fl & SP_FD_SYS_NB) && !sp__hook_make_nonblocking(c, fd))
+        return NULL;
+    *bp = b;
+    return c;
+}
 
 /* Record a new socket fd created in a fiber as non-blocking underneath;
  * user_nb is what the user asked for. */

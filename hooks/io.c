@@ -229,7 +229,8 @@ static ssize_t hooked(io_call_t *c)
             break;
         }
     }
-    free(rest);
+    if (rest)
+        free(rest);
     return ret;
 }
 

@@ -355,8 +355,9 @@ static int h_big(sp_http_request_t *req, sp_http_response_t *res, void *arg)
 
 static void write_file(const char *name, const char *text)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", root_dir, name);
+    char path[512];
+    int n = snprintf(path, sizeof path, "%s/%s", root_dir, name);
+    ck_assert(n > 0 && (size_t)n < sizeof path);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs(text, f);

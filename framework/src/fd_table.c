@@ -14,11 +14,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum { CHUNK_SHIFT = 10, CHUNK = 1 << CHUNK_SHIFT };
+enum { CHUNK_SHIFT = SP_FD_CHUNK_SHIFT, CHUNK = SP_FD_CHUNK };
 
-static _Atomic(sp_fd_ctx_t *) *chunks;
-static size_t nchunks;
-static atomic_bool ready; /* chunks and nchunks are set */
+_Atomic(sp_fd_ctx_t *) *sp__fd_chunks;
+size_t sp__fd_nchunks;
+atomic_bool sp__fd_table_ready; /* sp__fd_chunks and sp__fd_nchunks are set */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void table_init(void)
@@ -30,11 +30,11 @@ static void table_init(void)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
         rl.rlim_max > max)
         max = (size_t)rl.rlim_max;
-    nchunks = (max + CHUNK - 1) / CHUNK;
-    chunks = calloc(nchunks, sizeof *chunks);
-    if (!chunks)
-        nchunks = 0;
-    atomic_store_explicit(&ready, true, memory_order_release);
+    sp__fd_nchunks = (max + CHUNK - 1) / CHUNK;
+    sp__fd_chunks = calloc(sp__fd_nchunks, sizeof *sp__fd_chunks);
+    if (!sp__fd_chunks)
+        sp__fd_nchunks = 0;
+    atomic_store_explicit(&sp__fd_table_ready, true, memory_order_release);
 }
 
 static sp_fd_ctx_t *new_chunk(void)
@@ -52,11 +52,11 @@ static sp_fd_ctx_t *new_chunk(void)
 
 sp_fd_ctx_t *sp__fd_ctx(int fd)
 {
-    if (!atomic_load_explicit(&ready, memory_order_acquire))
+    if (!atomic_load_explicit(&sp__fd_table_ready, memory_order_acquire))
         pthread_once(&once, table_init);
-    if (fd < 0 || (size_t)(fd >> CHUNK_SHIFT) >= nchunks)
+    if (fd < 0 || (size_t)(fd >> CHUNK_SHIFT) >= sp__fd_nchunks)
         return NULL;
-    _Atomic(sp_fd_ctx_t *) *slot = &chunks[fd >> CHUNK_SHIFT];
+    _Atomic(sp_fd_ctx_t *) *slot = &sp__fd_chunks[fd >> CHUNK_SHIFT];
     sp_fd_ctx_t *chunk = atomic_load_explicit(slot, memory_order_acquire);
     if (!chunk) {
         sp_fd_ctx_t *fresh = new_chunk();

@@ -14,13 +14,18 @@ void sp_hook_enable(bool on)
     sp__thread()->hooks_off = !on;
 }
 
-bool sp_hook_is_enabled(void)
+/* Whether a hooked call on thread t may park. */
+static inline bool hooks_on(const sp_thread_t *t)
 {
-    sp_thread_t *t = sp__thread_peek();
     if (!t || t->hooks_off || !t->worker)
         return false;
     const sp_worker_t *w = t->worker;
     return w->s->has_io && t->current != &t->root && t->current->sched;
+}
+
+bool sp_hook_is_enabled(void)
+{
+    return hooks_on(sp__thread_peek());
 }
 
 void sp_hook_set_connect_timeout(int64_t timeout_us)
@@ -33,14 +38,11 @@ int64_t sp_hook_connect_timeout(void)
     return atomic_load(&connect_timeout_us);
 }
 
+/* Every hooked call on a socket starts here: one call that checks the
+ * switch, finds the fd's entry and reads its flags, all inline. */
 static sp_fd_ctx_t *fd_active(int fd, unsigned *flags)
 {
-    if (!sp_hook_is_enabled())
-        return NULL;
-    sp_fd_ctx_t *c = sp__fd_ctx(fd);
-    if (c)
-        *flags = sp__fd_ctx_load(c, fd);
-    return c;
+    return hooks_on(sp__thread_peek()) ? sp__fd_ctx_flags(fd, flags) : NULL;
 }
 
 const sp_hook_bridge_t sp__hook_bridge = {
