@@ -32,16 +32,19 @@ typedef struct io_waiter {
     _Atomic int unarmed;
 } io_waiter_t;
 
-/* Fields in the order a wait and its wake-up touch them: the first two
- * cache lines (the watch is allocated on a line boundary). */
+/* Fields in the order a wait and its wake-up touch them: two cache lines
+ * (the watch is allocated on a line boundary). The first is all on_ready
+ * needs before it takes the fd's lock: libev's part (which it has just
+ * read), the fd's context and the prefetch hints; the rest is read while
+ * that lock's line is on its way. */
 typedef struct sp_io_watch {
-    ev_io io; /* first: libev hands this pointer to on_ready */
-    /* Guarded by ctx->lock (the fd's), except as noted. */
-    io_waiter_t *waiter; /* armed by a fiber, or */
-    sp_fd_ctx_t *ctx;    /* (set once) */
+    ev_io io; /* first: libev hands this pointer to on_ready; io.data is
+                 the fd's context (set once), read with ctx_of() */
     /* The armed fiber and its parked frames, for on_ready to prefetch
      * before it takes the lock; read racily (stale costs a prefetch). */
     _Atomic uintptr_t hint_fiber, hint_frames;
+    /* Guarded by the fd's lock, except as noted. */
+    io_waiter_t *waiter; /* armed by a fiber, or */
     sp_io_fn fn;         /* armed with a callback, or neither: idle */
     void *arg;
     sp_iomanager_t *iom; /* (set once) */
@@ -55,6 +58,11 @@ typedef struct sp_io_watch {
     struct sp_io_watch *next; /* inbox link */
     struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
 } sp_io_watch_t;
+
+static sp_fd_ctx_t *ctx_of(const sp_io_watch_t *w)
+{
+    return w->io.data;
+}
 
 /* How far below its waiter (in wait_on's frame) a parked fiber's saved
  * stack pointer sits: 224 bytes with gcc -O2 on x86-64. */
@@ -151,7 +159,10 @@ static bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
     *out = (taken_t){w->iom, waiter, w->fn, w->arg, result, drop};
     if (waiter) {
         sp__waiter_promise(waiter, result);
-        atomic_fetch_add_explicit(&w->waiter->unarmed, 1, memory_order_relaxed);
+        if (waiter->sole) /* its only watch: no locked add */
+            atomic_store_explicit(&w->waiter->unarmed, 1, memory_order_relaxed);
+        else
+            atomic_fetch_add_explicit(&w->waiter->unarmed, 1, memory_order_relaxed);
         if (drop) /* ends the wait, without a wake-up */
             sp__waiter_deliver(waiter, false);
     }
@@ -192,7 +203,7 @@ static void deliver(const taken_t *t)
  * must destroy it after unlocking; otherwise the owner's inbox has it. */
 static sp_io_watch_t *retire(sp_io_watch_t *w, bool *kick_owner)
 {
-    w->ctx->watch[w->dir] = NULL;
+    ctx_of(w)->watch[w->dir] = NULL;
     w->retired = true;
     if (w->queued)
         return NULL;
@@ -249,10 +260,10 @@ void sp__io_forget_all(sp_iomanager_t *io)
         sp_io_watch_t *w = io->w[i]->watches;
         while (w) {
             sp_io_watch_t *next = w->all_next;
-            sp__spin_lock(&w->ctx->lock);
-            if (w->ctx->watch[w->dir] == w)
-                w->ctx->watch[w->dir] = NULL;
-            sp__spin_unlock(&w->ctx->lock);
+            sp__spin_lock(&ctx_of(w)->lock);
+            if (ctx_of(w)->watch[w->dir] == w)
+                ctx_of(w)->watch[w->dir] = NULL;
+            sp__spin_unlock(&ctx_of(w)->lock);
             free(w);
             w = next;
         }
@@ -277,12 +288,15 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
         sp__ctx_prefetch((const void *)fiber,
                          (const void *)atomic_load_explicit(
                              &w->hint_frames, memory_order_relaxed));
+    /* Set once: read before the lock so that this line's miss overlaps
+     * the lock's (a locked instruction waits for every earlier load). */
+    sp_worker_t *self = &w->iom->s.workers[w->owner];
+    sp_fd_ctx_t *ctx = ctx_of(w);
     taken_t t;
-    sp__spin_lock(&w->ctx->lock);
+    sp__spin_lock(&ctx->lock);
     bool got = !w->retired && take(w, 0, false, &t);
-    sp__spin_unlock(&w->ctx->lock);
+    sp__spin_unlock(&ctx->lock);
     if (got) {
-        sp_worker_t *self = &w->iom->s.workers[w->owner];
         if (t.waiter && sp__sched_polling(self)) {
             struct sp_fiber *f = sp__waiter_deliver_here(t.waiter);
             if (f)
@@ -321,14 +335,14 @@ bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
     bool armed = false;
     for (sp_io_watch_t *w = io->w[worker]->watches; w; w = w->all_next) {
         bool kick = false; /* stays false: retired by its owner */
-        sp__spin_lock(&w->ctx->lock);
+        sp__spin_lock(&ctx_of(w)->lock);
         if (w->waiter || w->fn || (w->queued && !w->retired)) {
             armed = true;
         } else if (!w->retired && retire(w, &kick)) {
             w->next = drop;
             drop = w;
         }
-        sp__spin_unlock(&w->ctx->lock);
+        sp__spin_unlock(&ctx_of(w)->lock);
     }
     while (drop) {
         sp_io_watch_t *next = drop->next;
@@ -351,12 +365,12 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
     while (fifo) {
         sp_io_watch_t *w = fifo;
         fifo = w->next;
-        sp__spin_lock(&w->ctx->lock);
+        sp__spin_lock(&ctx_of(w)->lock);
         w->queued = false;
         bool retired = w->retired, armed = w->waiter || w->fn;
         bool closing = w->closing;
         close_ack_t *ack = w->ack;
-        sp__spin_unlock(&w->ctx->lock);
+        sp__spin_unlock(&ctx_of(w)->lock);
         if (retired) {
             destroy(w, ack, closing);
         } else if (armed && !w->started) {
@@ -395,7 +409,7 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
             return -ENOMEM;
         }
         ev_io_init(&w->io, on_ready, fd, dir ? EV_WRITE : EV_READ);
-        w->ctx = ctx;
+        w->io.data = ctx;
         w->iom = io;
         w->dir = dir;
         w->owner = owner;
@@ -483,7 +497,13 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
                    sp_fd_ctx_t *const *ctxs, int n, int64_t timeout_us)
 {
     io_waiter_t waiter;
-    sp__waiter_init(&waiter.base);
+    /* One fd in one direction and no timer: that fd's watch is the only
+     * waker (taken off it under the fd's lock), so the waiter's counts
+     * need no locked instructions on a line that is cold at the wake-up. */
+    if (n == 1 && wants[0].events != (SP_IO_READ | SP_IO_WRITE) && timeout_us < 0)
+        sp__waiter_init_sole(&waiter.base);
+    else
+        sp__waiter_init(&waiter.base);
     atomic_init(&waiter.unarmed, 0);
     /* Most waits are on one fd: keep the parked stack small (it is most of
      * an idle connection's memory) and allocate only for poll-sized sets. */
