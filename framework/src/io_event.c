@@ -381,9 +381,10 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 }
 
 /* Arm the fd's watch of direction dir for a waiter or a callback, on
- * worker `owner`. On success *seq numbers this arming. */
-static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
-               int dir, io_waiter_t *waiter, sp_io_fn fn, void *arg,
+ * worker `owner` (`mine`: the calling thread's). On success *seq numbers
+ * this arming. */
+static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
+               int fd, int dir, io_waiter_t *waiter, sp_io_fn fn, void *arg,
                uint32_t *seq)
 {
     sp_io_watch_t *old = NULL;
@@ -426,7 +427,6 @@ static int arm(sp_iomanager_t *io, int owner, sp_fd_ctx_t *ctx, int fd,
         atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
                               memory_order_relaxed);
     atomic_store_explicit(&w->hint_fiber, fiber, memory_order_relaxed);
-    bool mine = on_owner(w);
     if (!mine && !w->queued) { /* the owner starts it */
         if (!inbox_push(w)) {
             w->waiter = NULL;
@@ -516,8 +516,8 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
             if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
                 continue;
             uint32_t seq = 0;
-            rc = ctxs[i] ? arm(io, owner, ctxs[i], wants[i].fd, dir, &waiter,
-                               NULL, NULL, &seq)
+            rc = ctxs[i] ? arm(io, owner, true, ctxs[i], wants[i].fd, dir,
+                               &waiter, NULL, NULL, &seq)
                          : -EBADF;
             if (rc == 0)
                 armed[k++] = (armed_t){ctxs[i], dir, seq};
@@ -597,7 +597,8 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
                      : (int)(atomic_fetch_add(&io->s.rr, 1) %
                              (unsigned)io->s.nworkers);
     uint32_t seq;
-    rc = arm(io, owner, ctx, fd, event == SP_IO_WRITE, NULL, fn, arg, &seq);
+    rc = arm(io, owner, self != NULL, ctx, fd, event == SP_IO_WRITE, NULL, fn,
+             arg, &seq);
     if (rc < 0)
         sp__sched_release(&io->s);
     return rc;
