@@ -68,22 +68,9 @@ uint64_t sp__hook_deadline(int64_t timeout_us)
     return timeout_us < 0 ? 0 : sp__hook_now_ns() + (uint64_t)timeout_us * 1000;
 }
 
-int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, int fd,
-                  int event, uint64_t deadline_ns)
+int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc)
 {
-    int64_t timeout_us = -1;
-    if (deadline_ns) {
-        uint64_t now = sp__hook_now_ns();
-        if (now >= deadline_ns) {
-            errno = EAGAIN;
-            return -1;
-        }
-        timeout_us = (int64_t)((deadline_ns - now + 999) / 1000);
-    }
-    int rc = b->wait_fd(ctx, fd, event, timeout_us);
     switch (rc) {
-    case 0:
-        return 0;
     case -ETIMEDOUT:
         errno = EAGAIN;
         return -1;

@@ -3,6 +3,7 @@
 #ifndef SP_HOOK_INTERNAL_H
 #define SP_HOOK_INTERNAL_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,16 +49,34 @@ static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp)
  * user_nb is what the user asked for. */
 void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb);
 
-/* Park until fd is ready for `event` or the absolute deadline (ns, 0 =
- * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as
- * the kernel would for a blocking call: EAGAIN on timeout, EBADF when the
- * fd was closed meanwhile, EINTR when the wait was cancelled. */
-int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, int fd,
-                  int event, uint64_t deadline_ns);
-
 /* Monotonic clock (the framework's own is not reachable from a preloaded
  * library). */
 uint64_t sp__hook_now_ns(void);
+
+/* sp__hook_wait's answer to a wait that did not end ready (rc < 0). */
+int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc);
+
+/* Park until fd is ready for `event` or the absolute deadline (ns, 0 =
+ * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as
+ * the kernel would for a blocking call: EAGAIN on timeout, EBADF when the
+ * fd was closed meanwhile, EINTR when the wait was cancelled. Inline: a
+ * parked fiber's frames are cold when it resumes, one frame fewer is a
+ * cache line fewer to fetch. */
+static inline int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx,
+                                int fd, int event, uint64_t deadline_ns)
+{
+    int64_t timeout_us = -1;
+    if (deadline_ns) {
+        uint64_t now = sp__hook_now_ns();
+        if (now >= deadline_ns) {
+            errno = EAGAIN;
+            return -1;
+        }
+        timeout_us = (int64_t)((deadline_ns - now + 999) / 1000);
+    }
+    int rc = b->wait_fd(ctx, fd, event, timeout_us);
+    return rc == 0 ? 0 : sp__hook_wait_failed(b, rc);
+}
 
 /* Deadline for a timeout in microseconds (-1 = none: returns 0). */
 uint64_t sp__hook_deadline(int64_t timeout_us);

@@ -490,6 +490,32 @@ static int check_wants(const sp_io_want_t *wants, int n)
     return 0;
 }
 
+/* The second half of a wait: the waiter is armed on k watches (rc: how
+ * arming went). Park until woken, the timeout passes or the wait is
+ * cancelled; then take back what is still armed. Inline in both waits, so
+ * that a parked fiber holds one frame for its wait, not two: the frames of
+ * a parked fiber are cold when it resumes, each line a cache miss. */
+static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
+                             const armed_t *armed, int k, int rc,
+                             int64_t timeout_us)
+{
+    sp_timer_id_t tid = 0;
+    if (rc == 0 && timeout_us >= 0)
+        rc = sp__timer_add_inline(sp__iom_timer_heap(io, owner),
+                                  (uint64_t)timeout_us * 1000,
+                                  on_wait_timeout, &waiter->base, &tid);
+    if (rc == 0) {
+        sp__waiter_wait(&waiter->base);
+        /* The timer runs its callback on this thread, like this fiber: once
+         * cancel says it already fired, that callback has completed. */
+        if (tid)
+            sp_timer_cancel(io, tid);
+    }
+    withdraw(armed, k, waiter);
+    int result = sp__waiter_settle(&waiter->base);
+    return rc == 0 ? result : rc;
+}
+
 /* Park the calling fiber, which runs on worker `owner` of io, until one of
  * the wants is ready, the timeout passes or the wait is cancelled. `ctxs`
  * holds each want's fd context. */
@@ -497,13 +523,7 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
                    sp_fd_ctx_t *const *ctxs, int n, int64_t timeout_us)
 {
     io_waiter_t waiter;
-    /* One fd in one direction and no timer: that fd's watch is the only
-     * waker (taken off it under the fd's lock), so the waiter's counts
-     * need no locked instructions on a line that is cold at the wake-up. */
-    if (n == 1 && wants[0].events != (SP_IO_READ | SP_IO_WRITE) && timeout_us < 0)
-        sp__waiter_init_sole(&waiter.base);
-    else
-        sp__waiter_init(&waiter.base);
+    sp__waiter_init(&waiter.base);
     atomic_init(&waiter.unarmed, 0);
     /* Most waits are on one fd: keep the parked stack small (it is most of
      * an idle connection's memory) and allocate only for poll-sized sets. */
@@ -523,22 +543,7 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
                 armed[k++] = (armed_t){ctxs[i], dir, seq};
         }
     }
-    sp_timer_id_t tid = 0;
-    if (rc == 0 && timeout_us >= 0)
-        rc = sp__timer_add_inline(sp__iom_timer_heap(io, owner),
-                                  (uint64_t)timeout_us * 1000,
-                                  on_wait_timeout, &waiter.base, &tid);
-    if (rc == 0) {
-        sp__waiter_wait(&waiter.base);
-        /* The timer runs its callback on this thread, like this fiber: once
-         * cancel says it already fired, that callback has completed. */
-        if (tid)
-            sp_timer_cancel(io, tid);
-    }
-    withdraw(armed, k, &waiter);
-    int result = sp__waiter_settle(&waiter.base);
-    if (rc == 0)
-        rc = result;
+    rc = park_armed(io, owner, &waiter, armed, k, rc, timeout_us);
     if (armed != few)
         free(armed);
     return rc;
@@ -563,6 +568,7 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     return rc;
 }
 
+/* The hooks' wait: one fd, one direction. */
 int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
 {
     sp_thread_t *t = sp__thread();
@@ -572,8 +578,19 @@ int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
         return -EPERM;
     if (!ctx)
         return -EBADF;
-    sp_io_want_t want = {fd, event};
-    return wait_on(io, self->index, &want, &ctx, 1, timeout_us);
+    io_waiter_t waiter;
+    /* No timer: this fd's watch is the only waker (taken off it under the
+     * fd's lock), so the waiter's counts need no locked instructions on a
+     * line that is cold at the wake-up. */
+    if (timeout_us < 0)
+        sp__waiter_init_sole(&waiter.base);
+    else
+        sp__waiter_init(&waiter.base);
+    atomic_init(&waiter.unarmed, 0);
+    armed_t armed = {ctx, event == SP_IO_WRITE, 0};
+    int rc = arm(io, self->index, true, ctx, fd, armed.dir, &waiter, NULL, NULL,
+                 &armed.seq);
+    return park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
 }
 
 int sp_io_wait(int fd, int event, int64_t timeout_us)

@@ -1,0 +1,86 @@
+/* Internal to the hook layer: one hooked read/write-family call, as its
+ * arguments and the libc function behind it. */
+#ifndef SP_HOOK_IO_CALL_H
+#define SP_HOOK_IO_CALL_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "hook_internal.h"
+
+typedef enum {
+    OP_READ, OP_READV, OP_RECV, OP_RECVFROM, OP_RECVMSG,
+    OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG
+} io_op_t;
+
+/* A call's arguments. It sits on the fiber's stack while the fiber waits,
+ * so it is kept to 48 bytes: an op uses one member of each union. */
+typedef struct io_call {
+    io_op_t op;
+    int fd;
+    int flags;
+    int iovcnt;
+    size_t len;
+    union {
+        void *buf;
+        const void *cbuf;
+        const struct iovec *iov;
+        struct msghdr *msg;
+        const struct msghdr *cmsg;
+    };
+    union {
+        struct {
+            struct sockaddr *addr;
+            socklen_t *addrlen;
+        };
+        struct {
+            const struct sockaddr *caddr;
+            socklen_t caddrlen;
+        };
+    };
+} io_call_t;
+
+static inline ssize_t call_libc(const io_call_t *c)
+{
+    const sp_real_t *r = sp__real();
+    switch (c->op) {
+    case OP_READ: return r->read(c->fd, c->buf, c->len);
+    case OP_READV: return r->readv(c->fd, c->iov, c->iovcnt);
+    case OP_RECV: return r->recv(c->fd, c->buf, c->len, c->flags);
+    case OP_RECVFROM:
+        return r->recvfrom(c->fd, c->buf, c->len, c->flags, c->addr, c->addrlen);
+    case OP_RECVMSG: return r->recvmsg(c->fd, c->msg, c->flags);
+    case OP_WRITE: return r->write(c->fd, c->cbuf, c->len);
+    case OP_WRITEV: return r->writev(c->fd, c->iov, c->iovcnt);
+    case OP_SEND: return r->send(c->fd, c->cbuf, c->len, c->flags);
+    case OP_SENDTO:
+        return r->sendto(c->fd, c->cbuf, c->len, c->flags, c->caddr, c->caddrlen);
+    case OP_SENDMSG: return r->sendmsg(c->fd, c->cmsg, c->flags);
+    }
+    return -1;
+}
+
+static inline size_t iov_total(const struct iovec *iov, int n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += iov[i].iov_len;
+    return t;
+}
+
+/* Deadline for a call that has to wait, read once per call: only a call
+ * that waits pays for the clock. */
+static inline uint64_t call_deadline(const sp_fd_ctx_t *ctx, bool reading)
+{
+    return sp__hook_deadline(atomic_load(reading ? &ctx->rcv_timeout_us
+                                                 : &ctx->snd_timeout_us));
+}
+
+/* The write family on a managed socket (io_write.c). In its own unit, so
+ * that it is not folded into the read path: a fiber parked in a read then
+ * holds a small frame, and each line of a parked stack is a cache miss
+ * when the fiber is resumed. */
+ssize_t sp__hook_write(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, io_call_t *c);
+
+#endif
