@@ -5,8 +5,7 @@
 
 #include "real.h"
 
-sp_real_t sp__real_table;
-atomic_bool sp__real_ready;
+static sp_real_t real;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void *must(const char *name)
@@ -20,7 +19,7 @@ static void *must(const char *name)
 }
 
 /* POSIX allows converting dlsym's result through a void* object. */
-#define LOAD(name) (*(void **)&sp__real_table.name = must(#name))
+#define LOAD(name) (*(void **)&real.name = must(#name))
 
 static void resolve(void)
 {
@@ -52,10 +51,10 @@ static void resolve(void)
     LOAD(dup2);
     LOAD(dup3);
     LOAD(getaddrinfo);
-    atomic_store_explicit(&sp__real_ready, true, memory_order_release);
 }
 
-void sp__real_resolve(void)
+const sp_real_t *sp__real(void)
 {
     pthread_once(&once, resolve);
+    return &real;
 }

@@ -6,8 +6,6 @@
 
 #include <netdb.h>
 #include <poll.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -49,18 +47,7 @@ typedef struct sp_real {
                        struct addrinfo **);
 } sp_real_t;
 
-/* The table and whether it is resolved; read through sp__real(). */
-extern sp_real_t sp__real_table;
-extern atomic_bool sp__real_ready;
-void sp__real_resolve(void);
-
-/* The table, resolved on first use. Inline: every hooked call reads it,
- * and once resolved that is one load and a test. */
-static inline const sp_real_t *sp__real(void)
-{
-    if (!atomic_load_explicit(&sp__real_ready, memory_order_acquire))
-        sp__real_resolve();
-    return &sp__real_table;
-}
+/* The table, resolved on first use. */
+const sp_real_t *sp__real(void);
 
 #endif
