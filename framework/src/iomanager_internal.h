@@ -44,7 +44,8 @@ struct sp_iomanager {
 /* s as an IOManager, or NULL if it is a plain scheduler. */
 sp_iomanager_t *sp__iom_of(sp_scheduler_t *s);
 /* sp_io_wait() with fd's context already looked up (NULL: -EBADF), for
- * the framework's own hot paths; -EPERM outside an IOManager fiber. */
+ * the framework's own hot paths; -EPERM outside an IOManager fiber. event
+ * is SP_IO_READ or SP_IO_WRITE, exactly one (callers check). */
 int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
 /* Wake `worker` if it sleeps, after something was left for it. */
 void sp__iom_kick(sp_iomanager_t *io, int worker);
