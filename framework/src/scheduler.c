@@ -861,8 +861,9 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
 }
 
 /* The task fiber running on this thread, or NULL. */
-static struct sp_fiber *current_task(sp_thread_t *t)
+static struct sp_fiber *current_task(void)
 {
+    sp_thread_t *t = sp__thread();
     struct sp_fiber *f = t->current;
     return f != &t->root && f->sched && t->worker ? f : NULL;
 }
@@ -901,39 +902,33 @@ static struct sp_fiber *handoff_target(sp_worker_t *w)
 
 /* The current task fiber f gives up the thread: to the next local fiber,
  * or back to the worker loop. */
-static int switch_out(sp_thread_t *t, struct sp_fiber *f)
+static int switch_out(struct sp_fiber *f)
 {
+    sp_thread_t *t = sp__thread();
     sp_worker_t *w = t->worker;
     struct sp_fiber *next = handoff_target(w);
-    atomic_store_explicit(&f->state, SP_FIBER_SUSPENDED, memory_order_release);
-    if (!next) { /* back to the worker loop, as sp_fiber_yield() would */
-        sp__fiber_switch(t, f, f->caller, 0);
-        return 0;
-    }
+    if (!next)
+        return sp_fiber_yield();
     bump(&w->switches);
     next->caller = f->caller;
     atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
+    atomic_store_explicit(&f->state, SP_FIBER_SUSPENDED, memory_order_release);
     t->after_switch = finish_handoff;
     sp__fiber_switch(t, f, next, 0);
     return 0;
 }
 
-/* sp_yield() and sp_park() for the library's own waits: static, so they
- * fold into their callers (one frame fewer to return through after the
- * switch back, where every return is mispredicted). */
-static int yield_task(void)
+int sp_yield(void)
 {
-    sp_thread_t *t = sp__thread();
-    struct sp_fiber *f = current_task(t);
+    struct sp_fiber *f = current_task();
     if (!f)
         return -EPERM;
-    return switch_out(t, f);
+    return switch_out(f);
 }
 
-static int park_task(void)
+int sp_park(void)
 {
-    sp_thread_t *t = sp__thread();
-    struct sp_fiber *f = current_task(t);
+    struct sp_fiber *f = current_task();
     if (!f)
         return -EPERM;
     int expect = P_RUNNING;
@@ -941,17 +936,7 @@ static int park_task(void)
         atomic_store(&f->park, P_RUNNING); /* consume the early wake */
         return 0;
     }
-    return switch_out(t, f);
-}
-
-int sp_yield(void)
-{
-    return yield_task();
-}
-
-int sp_park(void)
-{
-    return park_task();
+    return switch_out(f);
 }
 
 /* Record a wake of f; true if f was parked and the caller must now queue
@@ -1095,15 +1080,15 @@ void sp__waiter_wait(sp_waiter_t *w)
 {
     while (!atomic_load(&w->delivered)) {
         if (atomic_load(&w->promised))
-            yield_task(); /* a waker is between its promise and delivery */
+            sp_yield(); /* a waker is between its promise and delivery */
         else
-            park_task();
+            sp_park();
     }
 }
 
 int sp__waiter_settle(sp_waiter_t *w)
 {
     while (atomic_load(&w->delivered) != atomic_load(&w->promised))
-        yield_task();
+        sp_yield();
     return w->result;
 }
