@@ -9,7 +9,8 @@
 #   bench/peers.sh http-pipe CONNS [ROUNDS]  the same, 16 requests per write
 #
 # env: SECONDS_PER_RUN (3), PEERS (../shared/bench), BUILD_DIR (build),
-#      RAW (/tmp/spindle-peers.txt: one line per run).
+#      RAW (/tmp/spindle-peers.txt: one line per run), AB_BIN (another
+#      tree's build/bin: its server joins the rounds as "base").
 # Per run: rate (msgs/s or req/s), server CPU per message or request (user
 # and system time from /proc over the run), and for HTTP wrk's p99.
 set -u
@@ -33,6 +34,11 @@ http | http-pipe)
            "spindle=$bin/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1") ;;
 *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
+# A/B of two trees: AB_BIN=/other/build/bin adds that tree's server as "base".
+if [[ ${AB_BIN:-} ]]; then
+  [[ $mode == echo ]] && servers+=("base=$AB_BIN/spindle-echo --listen 127.0.0.1:%PORT% --workers 1") ||
+    servers+=("base=$AB_BIN/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1")
+fi
 [[ -x $peers/bin/echo_load ]] || { echo "build the peers: make -C $peers" >&2; exit 1; }
 ulimit -n 100000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
