@@ -152,6 +152,71 @@ START_TEST(ten_thousand_socketpairs_each_woken_once)
 }
 END_TEST
 
+/* ---- fibers woken by one poll run in the kernel's order ----------------- */
+
+/* Under load a poll reports many fds at once; serving them in the order
+ * the kernel reported them keeps every connection's wait near one batch
+ * (libev invokes its callbacks last in, first out). One worker: fibers
+ * park on ORDERED socketpairs, a gate task then holds the worker while the
+ * test writes to the pairs in order, and the order the fibers ran in must
+ * be the writes' order. */
+enum { ORDERED = 32 };
+static int opairs[ORDERED][2];
+static int ran[ORDERED];
+static _Atomic int nran;
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_state; /* 1: the worker is held, 2: let it go */
+
+static void ordered_waiter(void *arg)
+{
+    long i = (long)arg;
+    ck_assert_int_eq(sp_io_wait(opairs[i][0], SP_IO_READ, -1), 0);
+    ran[atomic_fetch_add(&nran, 1)] = (int)i;
+}
+
+static void gate(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&gate_lock); /* blocks the worker thread itself */
+    gate_state = 1;
+    pthread_cond_broadcast(&gate_cond);
+    while (gate_state != 2)
+        pthread_cond_wait(&gate_cond, &gate_lock);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+START_TEST(woken_fibers_run_in_kernel_order)
+{
+    sp_iomanager_t *one = sp_iomanager_create("order", 1, false);
+    ck_assert_ptr_nonnull(one);
+    ck_assert_int_eq(sp_iomanager_start(one), 0);
+    sp_scheduler_t *s = sp_iomanager_scheduler(one);
+    for (long i = 0; i < ORDERED; i++) {
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, opairs[i]), 0);
+        ck_assert_int_eq(sp_schedule(s, ordered_waiter, (void *)i, SP_ANY_WORKER), 0);
+    }
+    /* Queued after the waiters: it runs once each of them has parked. */
+    ck_assert_int_eq(sp_schedule(s, gate, NULL, SP_ANY_WORKER), 0);
+    pthread_mutex_lock(&gate_lock);
+    while (gate_state != 1)
+        pthread_cond_wait(&gate_cond, &gate_lock);
+    for (int i = 0; i < ORDERED; i++)
+        ck_assert_int_eq(write(opairs[i][1], "w", 1), 1);
+    gate_state = 2;
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_lock);
+    ck_assert_int_eq(sp_iomanager_stop(one), 0);
+    sp_iomanager_destroy(one);
+    ck_assert_int_eq(atomic_load(&nran), ORDERED);
+    for (int i = 0; i < ORDERED; i++) {
+        ck_assert_int_eq(ran[i], i);
+        close(opairs[i][0]);
+        close(opairs[i][1]);
+    }
+}
+END_TEST
+
 /* ---- cancel from another worker, delete versus cancel, close ------------ */
 
 static int cpair[2];
@@ -332,6 +397,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, read_and_write_readiness);
     tcase_add_test(tc, ten_thousand_socketpairs_each_woken_once);
+    tcase_add_test(tc, woken_fibers_run_in_kernel_order);
     tcase_add_test(tc, cancel_from_other_worker);
     tcase_add_test(tc, callback_event_fires_once);
     tcase_add_test(tc, delete_versus_cancel);

@@ -273,11 +273,36 @@ void sp__io_forget_all(sp_iomanager_t *io)
     }
 }
 
+/* Keep a fiber woken by the poll to run once ev_run returns; false if out
+ * of memory (run it at once then). */
+static bool due_push(iom_worker_t *x, struct sp_fiber *f)
+{
+    if (x->ndue == x->capdue) {
+        unsigned cap = x->capdue ? 2 * x->capdue : 64;
+        struct sp_fiber **grown = realloc(x->due, sizeof *grown * cap);
+        if (!grown)
+            return false;
+        x->due = grown;
+        x->capdue = cap;
+    }
+    x->due[x->ndue++] = f;
+    return true;
+}
+
+void sp__io_run_due(sp_iomanager_t *io, int worker)
+{
+    iom_worker_t *x = io->w[worker];
+    sp_worker_t *self = &io->s.workers[worker];
+    /* Nothing adds to the list meanwhile: a running fiber's wake-ups go
+     * through the queues (the worker is not polling then). */
+    while (x->ndue)
+        sp__sched_run_now(self, x->due[--x->ndue]);
+}
+
 /* On the owner's thread. When its worker polls (not from inside a task),
- * a waiting fiber of this worker runs right here, as a callback server's
- * handler would: the watch, the fd's context, the fiber's stack and the
- * socket are then touched once, together, instead of once at the wake-up
- * and again a whole batch of events later when the fiber runs. */
+ * a waiting fiber of this worker is claimed right here and runs as soon as
+ * the loop returns (sp__io_run_due), as a callback server's handlers run,
+ * with no trip through a locked queue. */
 static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;
@@ -301,7 +326,7 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
     if (got) {
         if (t.waiter && sp__sched_polling(self)) {
             struct sp_fiber *f = sp__waiter_deliver_here(t.waiter);
-            if (f)
+            if (f && !due_push(w->iom->w[w->owner], f))
                 sp__sched_run_now(self, f);
         } else {
             deliver(&t);

@@ -103,6 +103,9 @@ static void poll_once(sp_scheduler_t *s, int worker, bool block)
         ev_run(x->loop, EVRUN_NOWAIT);
     }
     sp__io_drain_inbox(io, worker);
+    /* After the inbox (its closes may run the loop once more), before the
+     * timers: a fiber whose fd became ready runs before its timeout. */
+    sp__io_run_due(io, worker);
     sp__timer_heap_expire(&x->timers);
 }
 
@@ -190,6 +193,7 @@ static void slot_free(iom_worker_t *x)
         close(x->pipe_wr);
     }
     sp__timer_heap_fini(&x->timers);
+    free(x->due);
     free(x);
 }
 

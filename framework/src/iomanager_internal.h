@@ -33,6 +33,12 @@ typedef struct iom_worker {
      * to free them all at the end. */
     pthread_mutex_t watches_lock;
     struct sp_io_watch *watches;
+    /* Fibers on_ready woke during one ev_run, in libev's invocation order,
+     * which is the reverse of the kernel's (libev runs its pending
+     * callbacks last in, first out); sp__io_run_due runs them back to
+     * front. Owner thread only. */
+    struct sp_fiber **due;
+    unsigned ndue, capdue;
 } iom_worker_t;
 
 struct sp_iomanager {
@@ -47,6 +53,11 @@ sp_iomanager_t *sp__iom_of(sp_scheduler_t *s);
  * the framework's own hot paths; -EPERM outside an IOManager fiber. event
  * is SP_IO_READ or SP_IO_WRITE, exactly one (callers check). */
 int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
+/* After ev_run: run the fibers its callbacks woke, in the order the kernel
+ * reported their fds ready, so that under load every connection waits about
+ * one batch (last in, first out would serve a connection alternately first
+ * and last and double the tail latency). */
+void sp__io_run_due(sp_iomanager_t *io, int worker);
 /* Wake `worker` if it sleeps, after something was left for it. */
 void sp__iom_kick(sp_iomanager_t *io, int worker);
 /* After stop: take every watch of io off its fd and free it. */
