@@ -277,16 +277,7 @@ void sp__io_forget_all(sp_iomanager_t *io)
  * of memory (run it at once then). */
 static bool due_push(iom_worker_t *x, struct sp_fiber *f)
 {
-    if (x->ndue == x->capdue) {
-        unsigned cap = x->capdue ? 2 * x->capdue : 64;
-        struct sp_fiber **grown = realloc(x->due, sizeof *grown * cap);
-        if (!grown)
-            return false;
-        x->due = grown;
-        x->capdue = cap;
-    }
-    x->due[x->ndue++] = f;
-    return true;
+    return sp__fibers_push(&x->due, &x->ndue, &x->capdue, f);
 }
 
 void sp__io_run_due(sp_iomanager_t *io, int worker)

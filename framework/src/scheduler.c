@@ -400,22 +400,28 @@ static void retire(sp_worker_t *w, struct sp_fiber *f)
     sp__sched_release(w->s);
 }
 
+bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
+                     struct sp_fiber *f)
+{
+    if (*n == *cap) {
+        unsigned grow = *cap ? 2 * *cap : 64;
+        struct sp_fiber **grown = realloc(*v, sizeof *grown * grow);
+        if (!grown)
+            return false;
+        *v = grown;
+        *cap = grow;
+    }
+    (*v)[(*n)++] = f;
+    return true;
+}
+
 /* Owner thread, while its worker polls for events: keep a woken fiber of
  * this worker to run right after the poll (see go_idle), as a callback
  * server runs its handlers, instead of a trip through the locked queue.
  * False if out of memory: queue it as usual. */
 static bool collect(sp_worker_t *w, struct sp_fiber *f)
 {
-    if (w->nwoken == w->capwoken) {
-        unsigned cap = w->capwoken ? 2 * w->capwoken : 64;
-        struct sp_fiber **grown = realloc(w->woken, sizeof *grown * cap);
-        if (!grown)
-            return false;
-        w->woken = grown;
-        w->capwoken = cap;
-    }
-    w->woken[w->nwoken++] = f;
-    return true;
+    return sp__fibers_push(&w->woken, &w->nwoken, &w->capwoken, f);
 }
 
 /* A fiber that has run resumes on the worker it last ran on (or its bound

@@ -114,6 +114,10 @@ bool sp__sched_polling(const sp_worker_t *w);
  * returned it), now: as a callback server runs its handler, so everything
  * the wake-up and the fiber touch is fetched once, together. */
 void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f);
+/* Append f to the growable array *v of *n fibers (room for *cap); false
+ * if out of memory. */
+bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
+                     struct sp_fiber *f);
 
 int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
                    bool use_caller);
