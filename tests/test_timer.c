@@ -2,6 +2,7 @@
  * conditional timers, fiber sleep, stop with live timers. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -104,6 +105,47 @@ START_TEST(recurring_counts_and_cancel_from_callback)
     ck_assert_int_eq(atomic_load(&ticks), 10);
     ck_assert_uint_ge(rec_last - rec_start, 50u * 1000 * 1000);
     ck_assert_int_eq(sp_timer_cancel(NULL, rec_id), -ENOENT);
+}
+END_TEST
+
+/* ---- a timer's callbacks run on its own worker's thread ------------------ */
+
+/* timer.h: a timer added from a fiber runs on that fiber's worker, and its
+ * callback runs there too. A recurring timer's callbacks must not be taken
+ * by the other (idle) worker: two periods' callbacks could then run at once
+ * on two threads. */
+enum { HOME_TICKS = 20 };
+static pthread_t home_thread;
+static _Atomic int home_ticks, away_ticks;
+static sp_timer_id_t home_id;
+
+static void on_home_tick(void *arg)
+{
+    (void)arg;
+    if (!pthread_equal(pthread_self(), home_thread))
+        atomic_fetch_add(&away_ticks, 1);
+    if (atomic_fetch_add(&home_ticks, 1) + 1 == HOME_TICKS)
+        ck_assert_int_eq(sp_timer_cancel(io, home_id), 0);
+}
+
+static void add_home_timer(void *arg)
+{
+    (void)arg;
+    home_thread = pthread_self();
+    ck_assert_int_eq(sp_timer_add(io, 1000, on_home_tick, NULL, SP_TIMER_RECURRING, NULL,
+                                  &home_id), 0);
+}
+
+START_TEST(callbacks_run_on_the_timers_worker)
+{
+    setup();
+    atomic_store(&home_ticks, 0);
+    atomic_store(&away_ticks, 0);
+    ck_assert_int_eq(sp_schedule(sp_iomanager_scheduler(io), add_home_timer, NULL, 1), 0);
+    stop(); /* returns once the callback cancelled the timer */
+    int ticked = atomic_load(&home_ticks), away = atomic_load(&away_ticks);
+    ck_assert_int_eq(ticked, HOME_TICKS);
+    ck_assert_int_eq(away, 0);
 }
 END_TEST
 
@@ -274,6 +316,7 @@ int main(void)
     tcase_add_test(tc, one_shot_never_early);
     tcase_add_test(tc, sub_millisecond_sleep);
     tcase_add_test(tc, recurring_counts_and_cancel_from_callback);
+    tcase_add_test(tc, callbacks_run_on_the_timers_worker);
     tcase_add_test(tc, cancel_while_firing);
     tcase_add_test(tc, refresh_and_reset);
     tcase_add_test(tc, conditional_timer_skips_dead_object);

@@ -273,12 +273,16 @@ static void run_conditional(void *p)
     free(c);
 }
 
+/* The callback runs as a task bound to the timer's own worker, as timer.h
+ * promises: a recurring timer's callbacks then run one after another on
+ * one thread, never on two at once (a stealable task could be taken by an
+ * idle worker while the next period's ran here). */
 static void dispatch(sp_timer_heap_t *h, due_t *d)
 {
     if (d->inline_cb) {
         d->fn(d->arg);
     } else if (!d->alive) {
-        if (sp_schedule(h->sched, d->fn, d->arg, SP_ANY_WORKER) != 0)
+        if (sp_schedule(h->sched, d->fn, d->arg, h->worker) != 0)
             abort(); /* we hold the scheduler: it cannot be stopped */
     } else {
         cond_call_t *c = malloc(sizeof *c);
@@ -286,7 +290,7 @@ static void dispatch(sp_timer_heap_t *h, due_t *d)
             abort();
         *c = (cond_call_t){d->fn, d->arg, d->alive};
         d->alive = NULL; /* the task owns the reference now */
-        if (sp_schedule(h->sched, run_conditional, c, SP_ANY_WORKER) != 0)
+        if (sp_schedule(h->sched, run_conditional, c, h->worker) != 0)
             abort();
     }
     token_unref(d->alive);

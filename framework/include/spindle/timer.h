@@ -1,7 +1,9 @@
 /* spindle timers, on the monotonic clock, owned by an IOManager.
  *
  * A timer runs on one worker (the one that added it, or a round-robin pick
- * when added from outside) and its callback runs there as a task. Timer
+ * when added from outside) and its callback runs there as a task bound to
+ * that worker: a recurring timer's callbacks run one after another on one
+ * thread (two overlap only if a callback parks past the next period). Timer
  * handles are ids checked against a generation, so using the id of a timer
  * that already fired or was cancelled is safe and returns -ENOENT.
  *
