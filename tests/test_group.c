@@ -278,11 +278,13 @@ END_TEST
 
 static sp_group_t *wg_group;
 static _Atomic int fiber_wait_rc = 1, fiber_timeout_rc = 1;
-static sp_sem_t *release;
+static sp_sem_t *release, *started;
 
 static int blocked_job(void *arg)
 {
     (void)arg;
+    if (started) /* the test waits for this before it cancels */
+        ck_assert_int_eq(sp_sem_post(started), 0);
     return sp_sem_wait(release, SP_FOREVER);
 }
 
@@ -320,8 +322,12 @@ START_TEST(cancel_from_outside_and_destroy_busy)
     ck_assert_int_eq(sp_group_add(g, blocked_job, NULL), 0);
     for (int i = 0; i < 5; i++)
         ck_assert_int_ge(sp_group_add(g, noop, NULL), 0);
+    started = sp_sem_create(0);
     ck_assert_int_eq(sp_group_start(g), 0);
-    /* The first job holds the only slot until released. */
+    /* The first job holds the only slot until released; once it runs, a
+     * cancel stops only the jobs that have not started (one cancelled
+     * before it began would never run at all). */
+    ck_assert_int_eq(sp_sem_wait(started, SP_FOREVER), 0);
     ck_assert_int_eq(sp_group_wait(g, 5000, NULL), -ETIMEDOUT);
     ck_assert_int_eq(sp_group_destroy(g), -EBUSY);
     ck_assert_int_eq(sp_group_cancel(g), 0);
@@ -343,6 +349,8 @@ START_TEST(cancel_from_outside_and_destroy_busy)
     ck_assert_int_eq(sp_group_destroy(g), 0);
     sched_end(s);
     sp_sem_destroy(release);
+    sp_sem_destroy(started);
+    started = NULL;
 }
 END_TEST
 
