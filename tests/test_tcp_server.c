@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -125,6 +126,50 @@ START_TEST(echo_ipv4_ipv6_unix)
         server_stop(&s);
     }
     unlink(path + 5);
+}
+END_TEST
+
+/* ---- TCP_NODELAY on accepted connections -------------------------------- */
+
+/* Tells the client whether its connection has TCP_NODELAY. */
+static void report_nodelay(int fd, const sp_addr_t *peer, void *arg)
+{
+    (void)peer;
+    (void)arg;
+    int v = -1;
+    socklen_t len = sizeof v;
+    char c = getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0 ? (char)('0' + v) : '?';
+    sp_write_full(fd, &c, 1);
+}
+
+START_TEST(nodelay_option_reaches_connections)
+{
+    const char *where[] = {"127.0.0.1:0", "[::1]:0"};
+    for (int i = 0; i < 2; i++) {
+        for (int on = 0; on <= 1; on++) {
+            sp_iomanager_t *io = sp_iomanager_create("nodelay", 2, false);
+            ck_assert_ptr_nonnull(io);
+            sp_tcp_server_opts_t o = {.nodelay = on};
+            sp_tcp_server_t *srv = sp_tcp_server_create(io, report_nodelay, NULL, &o);
+            sp_addr_t a;
+            ck_assert_int_eq(sp_addr_parse(where[i], &a), 0);
+            ck_assert_int_eq(sp_tcp_server_listen(srv, &a), 0);
+            ck_assert_int_eq(sp_iomanager_start(io), 0);
+            ck_assert_int_eq(sp_tcp_server_start(srv), 0);
+            ck_assert_int_eq(sp_tcp_server_addr(srv, 0, &a), 0);
+            for (int k = 0; k < 3; k++) { /* several: one per worker's listener */
+                int fd = client(&a);
+                char c = 0;
+                ck_assert_int_eq(sp_read_full(fd, &c, 1), 1);
+                ck_assert_int_eq(c, on ? '1' : '0');
+                close(fd);
+            }
+            ck_assert_int_eq(sp_tcp_server_stop(srv, 1000000), 0);
+            ck_assert_int_eq(sp_iomanager_stop(io), 0);
+            sp_tcp_server_destroy(srv);
+            sp_iomanager_destroy(io);
+        }
+    }
 }
 END_TEST
 
@@ -564,6 +609,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, addresses_parse_and_print);
     tcase_add_test(tc, echo_ipv4_ipv6_unix);
+    tcase_add_test(tc, nodelay_option_reaches_connections);
     tcase_add_test(tc, thousand_concurrent_clients);
     tcase_add_test(tc, sixteen_mib_roundtrip_and_half_close);
     tcase_add_test(tc, client_reset_mid_message);
