@@ -26,8 +26,7 @@ static size_t fiber_footprint(void)
  * without it the hot lines of all parked stacks (the fiber object and the
  * frames a resume returns through) share one offset within their pages:
  * they compete for the same few cache sets (an L2 set is picked by address
- * bits 6-15, and pages only vary bits 12-15), and with a thousand parked
- * connections every resume missed on every line. Each stack's top is moved
+ * bits 6-15, and pages only vary bits 12-15). Each stack's top is moved
  * down by one of SP_STACK_COLOURS cache lines, picked by hashing the
  * stack's address (a pooled stack keeps its colour). The shift stays within
  * the top page's slack, so a shallow fiber still touches a single page. */

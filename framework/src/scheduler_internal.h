@@ -108,11 +108,12 @@ struct sp_scheduler {
 };
 
 /* On w's thread: true while w polls for events outside any task, where an
- * event callback may run the fiber it wakes at once (sp__sched_run_now). */
+ * event callback may claim the fiber it wakes and run it during the poll
+ * (sp__sched_run_now) instead of queueing it. */
 bool sp__sched_polling(const sp_worker_t *w);
-/* Run f, a fiber of w that the caller just claimed (sp__waiter_deliver_here
- * returned it), now: as a callback server runs its handler, so everything
- * the wake-up and the fiber touch is fetched once, together. */
+/* Run f, a fiber of w that the caller claimed while polling
+ * (sp__waiter_deliver_here returned it), now, without the run queue: as a
+ * callback server runs its handlers. */
 void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f);
 /* Append f to the growable array *v of *n fibers (room for *cap); false
  * if out of memory. */
