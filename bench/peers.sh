@@ -36,8 +36,8 @@ http | http-pipe)
 esac
 # A/B of two trees: AB_BIN=/other/build/bin adds that tree's server as "base".
 if [[ ${AB_BIN:-} ]]; then
-  [[ $mode == echo ]] && servers+=("base=$AB_BIN/spindle-echo --listen 127.0.0.1:%PORT% --workers 1") ||
-    servers+=("base=$AB_BIN/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1")
+  spec=${servers[-1]#spindle=}
+  servers+=("base=$AB_BIN${spec#"$bin"}")
 fi
 [[ -x $peers/bin/echo_load ]] || { echo "build the peers: make -C $peers" >&2; exit 1; }
 ulimit -n 100000 2>/dev/null || ulimit -n "$(ulimit -Hn)"

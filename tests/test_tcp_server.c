@@ -157,7 +157,7 @@ START_TEST(nodelay_option_reaches_connections)
             ck_assert_int_eq(sp_iomanager_start(io), 0);
             ck_assert_int_eq(sp_tcp_server_start(srv), 0);
             ck_assert_int_eq(sp_tcp_server_addr(srv, 0, &a), 0);
-            for (int k = 0; k < 3; k++) { /* several: one per worker's listener */
+            for (int k = 0; k < 3; k++) { /* several: each worker has a listener */
                 int fd = client(&a);
                 char c = 0;
                 ck_assert_int_eq(sp_read_full(fd, &c, 1), 1);
