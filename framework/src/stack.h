@@ -1,6 +1,7 @@
 /* Internal: fiber stacks. A stack is one region [lo, lo + total): a guard
  * region at the bottom that faults on any access, then usable memory that
- * the kernel commits page by page on first touch. Regions are carved from
+ * the kernel commits page by page on first touch (the top page, which every
+ * fiber writes at once, is committed ahead for a whole slab). Regions are carved from
  * large mappings and recycled through a pool (a per-thread cache in front
  * of a global list), so creating a fiber after warm-up makes no syscall. */
 #ifndef SP_STACK_H
