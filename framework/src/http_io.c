@@ -130,8 +130,18 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
     struct iovec *iov = vec;
     int rc = 0;
     while (cnt) {
-        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-        ssize_t w = sendmsg(o->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* One buffer (the usual whole response) goes out with send(): the
+         * kernel then has no msghdr and iovec to copy in from the fiber's
+         * stack, which costs a little on every call and, on a connection's
+         * new stack, the kernel's first touch of that page (a burst of new
+         * connections measured 13% of its time there, on a VM). */
+        ssize_t w;
+        if (cnt == 1) {
+            w = send(o->fd, iov->iov_base, iov->iov_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        } else {
+            struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+            w = sendmsg(o->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
         if (w >= 0) {
             iov = advance(iov, &cnt, (size_t)w);
         } else if (errno == EAGAIN) {
