@@ -653,6 +653,60 @@ START_TEST(partial_request_survives_other_connections)
 }
 END_TEST
 
+/* Starts its answer, says so on park_pipes[0], then waits (parked, with its
+ * request and its response half made) for a byte on park_pipes[1] before
+ * finishing from what the request said. Socket pairs: the hooks park a
+ * fiber on sockets only. */
+static int park_pipes[2][2];
+
+static int h_park(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)arg;
+    const char *who = sp_http_request_header(req, "X-Test");
+    char text[128];
+    int n = snprintf(text, sizeof text, "before=%s", who);
+    sp_http_response_set_header(res, "X-Who", who);
+    sp_http_response_append(res, text, (size_t)n);
+    char x = 'p';
+    if (write(park_pipes[0][1], &x, 1) != 1 || read(park_pipes[1][0], &x, 1) != 1)
+        return -EIO;
+    n = snprintf(text, sizeof text, ",after=%s,n=%s", sp_http_request_header(req, "X-Test"),
+                 sp_http_request_param(req, "n"));
+    return sp_http_response_append(res, text, (size_t)n);
+}
+
+/* The request's text and header table and the response's header lines and
+ * body are the worker's, lent while one request is answered: a handler
+ * that parks keeps them while another connection is read and answered. */
+START_TEST(parked_handler_keeps_its_request_and_response)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, park_pipes[0]), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, park_pipes[1]), 0);
+    sp_http_router_add(S.router, SP_HTTP_EXACT, "/park", SP_HTTP_M_GET, h_park, NULL);
+    for (int i = 0; i < 8; i++) {
+        client_t *a = client_open(&S.addr), *b = client_open(&S.addr);
+        send_str(a, "GET /park?n=1 HTTP/1.1\r\nHost: t\r\nX-Test: aaaa\r\n\r\n");
+        char x;
+        ck_assert_int_eq(read(park_pipes[0][0], &x, 1), 1); /* a's handler waits */
+        resp_t r;
+        roundtrip(b, "GET /echo?n=2 HTTP/1.1\r\nHost: t\r\nX-Test: bbbb\r\n\r\n", &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_ptr_nonnull(strstr(body_str(&r), "x-test=bbbb"));
+        ck_assert_ptr_nonnull(strstr(r.body, "param n=2"));
+        resp_free(&r);
+        ck_assert_int_eq(write(park_pipes[1][1], &x, 1), 1);
+        ck_assert_int_eq(get_response(a, &r, false), 0);
+        ck_assert_int_eq(r.status, 200);
+        char v[64];
+        ck_assert_str_eq(hdr(&r, "x-who", v, sizeof v), "aaaa");
+        ck_assert_str_eq(body_str(&r), "before=aaaa,after=aaaa,n=1");
+        resp_free(&r);
+        client_close(a);
+        client_close(b);
+    }
+}
+END_TEST
+
 START_TEST(pipelining_hundred_in_one_write)
 {
     enum { N = 100 };
@@ -2341,7 +2395,8 @@ int main(void)
     ADD_CASE(s, "server", setup_default, server_stop, get_has_length_date_server,
              request_fields_decoded, header_lookup_case_insensitive, keep_alive_rules,
              pipelining_hundred_in_one_write,
-             partial_request_survives_other_connections, request_split_into_single_bytes,
+             partial_request_survives_other_connections,
+             parked_handler_keeps_its_request_and_response, request_split_into_single_bytes,
              chunked_request_body, head_has_headers_without_body, expect_100_continue,
              streamed_response_chunked_and_http10, router_exact_prefix_glob,
              router_405_with_allow, router_default_handler, malformed_requests_400,

@@ -35,6 +35,10 @@ struct sp__http_conn {
     _Atomic bool idle; /* waiting for a next request with nothing read */
     bool drained;      /* the last read emptied the socket */
     bool in_borrowed;  /* `in` is the thread's input scratch */
+    /* The same for the request's text and header table and the response's
+     * header lines and body, lent as one set from the request's first
+     * parsed byte until it is answered. */
+    bool work_borrowed;
     bool continued;    /* "100 Continue" sent for this request */
     sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
@@ -115,11 +119,27 @@ static ssize_t read_idle(sp__http_conn_t *c, uint64_t deadline)
     return n;
 }
 
+/* A request's working memory is the thread's scratch (http_scratch.c)
+ * from its first parsed byte until it is answered: a connection waiting
+ * for its next request holds none, and a burst of new connections
+ * allocates nothing for it. Given back once the request and the response
+ * are reset. */
+static void lend_work(sp__http_conn_t *c, bool borrow)
+{
+    sp_buf_t *const set[SP__WORK_BUFS] = {&c->req.text, &c->req.kvs, &c->res.head,
+                                          &c->res.body};
+    if (borrow)
+        sp__http_work_borrow(set, &c->work_borrowed);
+    else
+        sp__http_work_return(set, &c->work_borrowed);
+}
+
 /* Parse what is buffered. 0: a request is complete; a status: it failed;
  * 1: more bytes needed. */
 static int parse_buffered(sp__http_conn_t *c)
 {
     sp__http_state_t st;
+    lend_work(c, true);
     size_t used = sp__http_req_feed(&c->req, sp__buf_data(&c->in), sp__buf_len(&c->in), &st);
     sp_buf_consume(&c->in, used);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
@@ -276,6 +296,8 @@ static bool handle(sp__http_conn_t *c)
     }
     bool keep = finish(c);
     sp__http_req_reset(&c->req);
+    sp__http_res_reset(&c->res); /* laid out into the output by now */
+    lend_work(c, false);
     c->continued = false;
     return keep;
 }
@@ -312,8 +334,11 @@ static void conn_free(sp__http_conn_t *c)
 {
     sp_buf_clear(&c->out.buf); /* the last flush sent it, or failed */
     sp_buf_clear(&c->in);
+    sp__http_req_reset(&c->req);
+    sp__http_res_reset(&c->res);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
     sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
+    lend_work(c, false);
     sp__http_deadline_free(c->deadline);
     sp__http_req_free(&c->req);
     sp__http_res_free(&c->res);

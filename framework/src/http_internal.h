@@ -31,8 +31,8 @@ struct sp_http_request {
     /* Target, header names and values, decoded path, raw query and the
      * decoded parameters, each NUL-terminated, one after the other. */
     sp_buf_t text;
-    sp__http_kv_t *kv; /* headers [0, nheaders), then the parameters */
-    size_t nheaders, nparams, kv_cap;
+    sp_buf_t kvs; /* sp__http_kv_t: headers [0, nheaders), then parameters */
+    size_t nheaders, nparams;
     size_t target_len, header_bytes;
     size_t path, query; /* offsets in text */
     int last;           /* SP__LAST_*: which token the parser is in */
@@ -98,6 +98,10 @@ bool sp__http_field_value_ok(const char *v);
 /* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
  * it in nheaders or nparams. */
 int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);
+static inline sp__http_kv_t *sp__http_kv(const sp_http_request_t *r)
+{
+    return (sp__http_kv_t *)(void *)sp__buf_data(&r->kvs);
+}
 
 /* ---- output: http_io.c --------------------------------------------------- */
 
@@ -112,9 +116,15 @@ typedef struct sp__http_out {
 /* Use the calling thread's cached scratch buffer of this kind in place of
  * b while b is empty (a no-op if another connection has it), and give it
  * back once b is empty again; *borrowed tracks it. See http_scratch.c. */
-enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_KINDS };
+enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_WORK, SP__SCRATCH_KINDS };
 void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind);
 void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind);
+/* The same for the working set of one request, lent as one: its text, its
+ * header table, the response's header lines and body (all empty to borrow,
+ * all empty to give back). */
+enum { SP__WORK_BUFS = 4 };
+void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed);
+void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed);
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);

@@ -106,7 +106,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     if (r->last != SP__LAST_VALUE) {
         if (text_end(r) < 0) /* the name ends */
             return -1;
-        r->kv[r->nheaders - 1].value = sp__buf_len(&r->text);
+        sp__http_kv(r)[r->nheaders - 1].value = sp__buf_len(&r->text);
         r->last = SP__LAST_VALUE;
     } else if (p->type == HTTP_REQUEST && !(r->value_open && at == r->feed)) {
         /* A value goes on after its line ended: obsolete line folding.
@@ -188,8 +188,8 @@ static int check_headers(sp_http_request_t *r)
     int cl = 0, te = 0, host = 0;
     char *base = sp__buf_data(&r->text);
     for (size_t i = 0; i < r->nheaders; i++) {
-        const char *name = base + r->kv[i].name;
-        char *value = base + r->kv[i].value;
+        const char *name = base + sp__http_kv(r)[i].name;
+        char *value = base + sp__http_kv(r)[i].value;
         trim_value(value);
         size_t n = sp__http_token_len(name);
         if (!n)
@@ -239,7 +239,7 @@ static int on_headers_complete(http_parser *p)
     r->version = p->http_major == 1 && p->http_minor == 0 ? 10 : 11;
     if (p->type == HTTP_RESPONSE) {
         for (size_t i = 0; i < r->nheaders; i++)
-            trim_value(sp__buf_data(&r->text) + r->kv[i].value);
+            trim_value(sp__buf_data(&r->text) + sp__http_kv(r)[i].value);
         return response_headers_complete(r, p);
     }
     r->method = method_of(p->method);
@@ -347,6 +347,7 @@ void sp__http_msg_init(sp_http_request_t *r, const sp_http_server_opts_t *opts,
     memset(r, 0, sizeof *r);
     r->opts = opts;
     sp_buf_init(&r->text);
+    sp_buf_init(&r->kvs);
     sp_buf_init(&r->body);
     http_parser_init(&r->parser, response ? HTTP_RESPONSE : HTTP_REQUEST);
     r->parser.data = r;
@@ -360,6 +361,7 @@ void sp__http_req_init(sp_http_request_t *r, const sp_http_server_opts_t *opts)
 void sp__http_req_reset(sp_http_request_t *r)
 {
     sp_buf_clear(&r->text);
+    sp_buf_clear(&r->kvs);
     sp_buf_clear(&r->body);
     r->nheaders = r->nparams = 0;
     r->target_len = r->header_bytes = 0;
@@ -376,10 +378,8 @@ void sp__http_req_reset(sp_http_request_t *r)
 void sp__http_req_free(sp_http_request_t *r)
 {
     sp_buf_free(&r->text);
+    sp_buf_free(&r->kvs);
     sp_buf_free(&r->body);
-    free(r->kv);
-    r->kv = NULL;
-    r->kv_cap = 0;
 }
 
 /* The status for a parser error that our callbacks did not choose. */

@@ -53,17 +53,8 @@ bool sp__http_is_token(const char *s)
 
 int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
 {
-    size_t n = r->nheaders + r->nparams;
-    if (n == r->kv_cap) {
-        size_t cap = r->kv_cap ? r->kv_cap * 2 : 16;
-        sp__http_kv_t *kv = realloc(r->kv, cap * sizeof *kv);
-        if (!kv)
-            return -ENOMEM;
-        r->kv = kv;
-        r->kv_cap = cap;
-    }
-    r->kv[n] = (sp__http_kv_t){name, value};
-    return 0;
+    sp__http_kv_t kv = {name, value};
+    return sp__buf_append(&r->kvs, &kv, sizeof kv);
 }
 
 static int hex(char c)
@@ -255,7 +246,7 @@ const char *sp_http_request_query(const sp_http_request_t *req)
 
 const char *sp_http_request_param(const sp_http_request_t *req, const char *name)
 {
-    const sp__http_kv_t *p = req->kv + req->nheaders;
+    const sp__http_kv_t *p = sp__http_kv(req) + req->nheaders;
     for (size_t i = 0; i < req->nparams; i++)
         if (!strcmp(sp__http_req_str(req, p[i].name), name))
             return sp__http_req_str(req, p[i].value);
@@ -271,9 +262,9 @@ static int kv_at(const sp_http_request_t *req, size_t i, const char **name,
                  const char **value)
 {
     if (name)
-        *name = sp__http_req_str(req, req->kv[i].name);
+        *name = sp__http_req_str(req, sp__http_kv(req)[i].name);
     if (value)
-        *value = sp__http_req_str(req, req->kv[i].value);
+        *value = sp__http_req_str(req, sp__http_kv(req)[i].value);
     return 0;
 }
 
@@ -287,9 +278,9 @@ const char *sp_http_request_header(const sp_http_request_t *req, const char *nam
 {
     char first = (char)(name[0] | 0x20);
     for (size_t i = 0; i < req->nheaders; i++) {
-        const char *n = sp__http_req_str(req, req->kv[i].name);
+        const char *n = sp__http_req_str(req, sp__http_kv(req)[i].name);
         if ((n[0] | 0x20) == first && !strcasecmp(n, name))
-            return sp__http_req_str(req, req->kv[i].value);
+            return sp__http_req_str(req, sp__http_kv(req)[i].value);
     }
     return NULL;
 }

@@ -1,16 +1,20 @@
-/* An input and an output buffer per worker thread, lent to the connection
- * that is reading or answering. With thousands of connections each one's
- * own buffers have left the caches by its next request, and every line the
- * kernel copies a request into, or a response is written into, costs a
- * miss; the lent buffers stay cached because every connection on the
- * thread uses them in turn.
+/* Buffers per worker thread, lent to the connection that is reading or
+ * answering: input and output, a request's text and header table, a
+ * response's header lines and body. With thousands of connections each
+ * one's own buffers have left the caches by its next request, and every
+ * line the kernel copies a request into, or a response is written into,
+ * costs a miss; the lent buffers stay cached because every connection on
+ * the thread uses them in turn. A connection that never needs its own
+ * allocates none (a burst of new connections touches no new heap pages
+ * for them).
  *
  * Lending swaps the buffers: the thread's slot keeps the connection's own
  * (empty) buffer meanwhile, so nothing is allocated or lost. A connection
  * borrows only with an empty buffer and gives back once it is empty again:
  * the input once every request in it was parsed (the parser copies what it
- * keeps), the output once flushed; neither is held across the wait for a
- * next request. If a connection parks while holding one (a handler that
+ * keeps), the output once flushed, the request's and the response's once
+ * the response is laid out; none is held across the wait for a next
+ * request. If a connection parks while holding one (a handler that
  * waits, a full socket, a partial request), the others use their own.
  * Lend and return happen between switches on one thread; a fiber that the
  * monitor moved to another thread keeps what it holds as its own. */
@@ -20,7 +24,7 @@
 #include "http_internal.h"
 
 typedef struct scratch {
-    sp_buf_t buf;
+    sp_buf_t buf[SP__WORK_BUFS]; /* the IN and OUT kinds use the first */
     bool lent;
 } scratch_t;
 
@@ -36,7 +40,8 @@ static void scratch_free(void *p)
 {
     scratches_t *all = p;
     for (int i = 0; i < SP__SCRATCH_KINDS; i++)
-        sp_buf_free(&all->s[i].buf);
+        for (int j = 0; j < SP__WORK_BUFS; j++)
+            sp_buf_free(&all->s[i].buf[j]);
     free(all);
 }
 
@@ -63,25 +68,56 @@ static void swap(sp_buf_t *a, sp_buf_t *b)
     *b = t;
 }
 
-void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
+static bool all_empty(sp_buf_t *const set[], int n)
 {
-    if (*borrowed || sp__buf_len(b))
+    for (int i = 0; i < n; i++)
+        if (sp__buf_len(set[i]))
+            return false;
+    return true;
+}
+
+/* Inlined into each exported function with its constant n. */
+static inline void borrow(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+{
+    if (*borrowed || !all_empty(set, n))
         return;
     scratch_t *s = thread_scratch(kind);
     if (!s || s->lent)
         return;
-    swap(b, &s->buf);
+    for (int i = 0; i < n; i++)
+        swap(set[i], &s->buf[i]);
     s->lent = *borrowed = true;
 }
 
-void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind)
+static inline void give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
 {
-    if (!*borrowed || sp__buf_len(b))
+    if (!*borrowed || !all_empty(set, n))
         return;
     *borrowed = false;
     scratch_t *s = mine ? &mine->s[kind] : NULL;
     if (s && s->lent) {
-        swap(b, &s->buf);
+        for (int i = 0; i < n; i++)
+            swap(set[i], &s->buf[i]);
         s->lent = false;
     } /* else: moved to another thread; keep it as our own */
+}
+
+void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
+{
+    borrow(&b, 1, borrowed, kind);
+}
+
+void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind)
+{
+    give_back(&b, 1, borrowed, kind);
+}
+
+void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
+{
+    borrow(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+}
+
+void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
+{
+    give_back(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
 }
