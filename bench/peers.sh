@@ -7,6 +7,10 @@
 #   bench/peers.sh echo CONNS [ROUNDS]       libev_echo, st_echo, spindle-echo
 #   bench/peers.sh http CONNS [ROUNDS]       nginx, libev_http, spindle-httpd
 #   bench/peers.sh http-pipe CONNS [ROUNDS]  the same, 16 requests per write
+#   bench/peers.sh http-burst CONNS [ROUNDS] the same servers, each started
+#       afresh, CONNS new connections at once with one request each
+#       (spindle-http-burst): the rate is connections/s, the CPU is per
+#       connection, the p99 that of the first answers
 #
 # env: SECONDS_PER_RUN (3), PEERS (../shared/bench), BUILD_DIR (build),
 #      RAW (/tmp/spindle-peers.txt: one line per run), AB_BIN (another
@@ -28,7 +32,7 @@ echo)
   servers=("libev_echo=$peers/bin/libev_echo %PORT%"
            "st_echo=$peers/bin/st_echo %PORT%"
            "spindle=$bin/spindle-echo --listen 127.0.0.1:%PORT% --workers 1") ;;
-http | http-pipe)
+http | http-pipe | http-burst)
   servers=("nginx=$peers/peers/run_nginx.sh %PORT%"
            "libev_http=$peers/bin/libev_http %PORT%"
            "spindle=$bin/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1") ;;
@@ -61,6 +65,10 @@ load() {
   if [[ $mode == echo ]]; then
     taskset -c 1 "$peers/bin/echo_load" 127.0.0.1 "$1" "$conns" "$secs" 64 |
       sed -n 's/.*msgs=\([0-9]*\) msgs_per_s=\([0-9]*\).*p99_us=\([0-9]*\).*/\1 \2 \3us/p'
+  elif [[ $mode == http-burst ]]; then
+    taskset -c 1 "$bin/spindle-http-burst" 127.0.0.1 "$1" "$conns" |
+      sed -n 's/.*ok=\([0-9]*\) all_ms=\([0-9.]*\).*p99_ms=\([0-9.]*\).*/\1 \2 \3ms/p' |
+      awk '{print $1, int($1 * 1000 / $2), $3}'
   else
     local pipe=()
     [[ $mode == http-pipe ]] && pipe=(-s "$peers/pipeline.lua")
@@ -108,7 +116,7 @@ for r in rows:
         names.append(r[1])
 by = {(r[0], r[1]): r for r in rows}
 rounds = sorted({r[0] for r in rows}, key=int)
-unit = "msgs" if sys.argv[2] == "echo" else "req"
+unit = {"echo": "msgs", "http-burst": "conn"}.get(sys.argv[2], "req")
 
 def ratio(n, base, col):
     pairs = [(by[(k, n)], by[(k, base)]) for k in rounds if (k, n) in by and (k, base) in by]
