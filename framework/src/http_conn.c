@@ -276,6 +276,16 @@ static void prepare_response(sp__http_conn_t *c)
                  atomic_load(&c->srv->stopping);
 }
 
+/* After finish(): the response is laid out into the output, so the
+ * request and the response are reset and their working set given back
+ * (before any wait that may follow). */
+static void forget_request(sp__http_conn_t *c)
+{
+    sp__http_req_reset(&c->req);
+    sp__http_res_reset(&c->res);
+    lend_work(c, false);
+}
+
 /* Run the handler for a complete request. false: close the connection. */
 static bool handle(sp__http_conn_t *c)
 {
@@ -295,9 +305,7 @@ static bool handle(sp__http_conn_t *c)
         }
     }
     bool keep = finish(c);
-    sp__http_req_reset(&c->req);
-    sp__http_res_reset(&c->res); /* laid out into the output by now */
-    lend_work(c, false);
+    forget_request(c);
     c->continued = false;
     return keep;
 }
@@ -312,6 +320,7 @@ static void refuse(sp__http_conn_t *c, int status)
     c->res.close = true;
     sp_http_response_error(&c->res, status, NULL, NULL);
     finish(c);
+    forget_request(c);
     if (sp__http_out_flush(&c->out, NULL, 0) == 0)
         linger(c);
 }
@@ -334,11 +343,9 @@ static void conn_free(sp__http_conn_t *c)
 {
     sp_buf_clear(&c->out.buf); /* the last flush sent it, or failed */
     sp_buf_clear(&c->in);
-    sp__http_req_reset(&c->req);
-    sp__http_res_reset(&c->res);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
     sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
-    lend_work(c, false);
+    forget_request(c);
     sp__http_deadline_free(c->deadline);
     sp__http_req_free(&c->req);
     sp__http_res_free(&c->res);
