@@ -301,6 +301,7 @@ static bool handle(sp__http_conn_t *c)
         if (c->res.started || sp_http_response_error(&c->res, 500, NULL, NULL) < 0) {
             atomic_fetch_add(&srv->n_requests, 1);
             access_log(c);
+            forget_request(c);
             return false;
         }
     }
