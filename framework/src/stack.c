@@ -107,37 +107,55 @@ static bool faults(const char *p)
     return fault;
 }
 
-/* One process_madvise() on our own process for all of v[0..n): true only
- * if the kernel applied it to every byte (older kernels refuse most advice,
- * qemu-user does not know the call). errno is left as it was. */
-static bool madvise_ranges(const struct iovec *v, size_t n, int advice)
+/* Our own process as a pidfd for process_madvise(), opened once per slab
+ * for its two batch calls; -1 where there is none (no such call here, or
+ * valgrind 3.19, which knows neither and warns). errno is left as it was. */
+static int self_pidfd(void)
 {
-    bool all = false;
 #ifdef SP_VALGRIND
     if (RUNNING_ON_VALGRIND)
-        return false; /* valgrind 3.19 knows neither call and warns */
+        return -1;
 #endif
 #if defined(SYS_pidfd_open) && defined(SYS_process_madvise)
+    int saved = errno;
+    int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    errno = saved;
+    return fd;
+#else
+    return -1;
+#endif
+}
+
+static void close_pidfd(int pidfd)
+{
+    if (pidfd >= 0)
+        syscall(SYS_close, pidfd); /* raw: not a hooked fd */
+}
+
+/* One process_madvise() for all of v[0..n): true only if the kernel
+ * applied it to every byte (older kernels refuse most advice, qemu-user
+ * does not know the call). errno is left as it was. */
+static bool madvise_ranges(int pidfd, const struct iovec *v, size_t n, int advice)
+{
+    if (pidfd < 0)
+        return false;
+#ifdef SYS_process_madvise
     int saved = errno;
     size_t want = 0;
     for (size_t i = 0; i < n; i++)
         want += v[i].iov_len;
-    int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    if (pidfd >= 0) {
-        long done = syscall(SYS_process_madvise, pidfd, v, n, advice, 0);
-        all = done >= 0 && (size_t)done == want;
-        syscall(SYS_close, pidfd);
-    }
+    long done = syscall(SYS_process_madvise, pidfd, v, n, advice, 0);
     errno = saved;
+    return done >= 0 && (size_t)done == want;
 #else
     (void)v, (void)n, (void)advice;
+    return false;
 #endif
-    return all;
 }
 
-static bool madvise_guards(const struct iovec *v, size_t n)
+static bool madvise_guards(int pidfd, const struct iovec *v, size_t n)
 {
-    if (n > 1 && madvise_ranges(v, n, MADV_GUARD_INSTALL))
+    if (madvise_ranges(pidfd, v, n, MADV_GUARD_INSTALL))
         return true;
     for (size_t i = 0; i < n; i++)
         if (madvise(v[i].iov_base, v[i].iov_len, MADV_GUARD_INSTALL) != 0)
@@ -145,14 +163,15 @@ static bool madvise_guards(const struct iovec *v, size_t n)
     return true;
 }
 
-/* Guard regions at the bottom of n stacks of `total` bytes from `base`. */
-static void install_guards(char *base, size_t total, size_t n)
+/* Guard regions at the bottom of n stacks of `total` bytes from `base`
+ * (pidfd: see self_pidfd; -1 for one call per stack). */
+static void install_guards(int pidfd, char *base, size_t total, size_t n)
 {
     static _Atomic int madv_guard; /* 0 untested, 1 works, -1 not usable */
     struct iovec v[SP_SLAB_STACKS];
     for (size_t i = 0; i < n; i++)
         v[i] = (struct iovec){.iov_base = base + i * total, .iov_len = SP_GUARD_BYTES};
-    if (madv_guard >= 0 && madvise_guards(v, n)) {
+    if (madv_guard >= 0 && madvise_guards(pidfd, v, n)) {
         if (madv_guard == 1)
             return;
         int saved = errno;
@@ -171,13 +190,13 @@ static void install_guards(char *base, size_t total, size_t n)
 
 /* Best effort: where the batch call is refused, each fiber's first write
  * commits its page as before. */
-static void commit_tops(char *base, size_t total, size_t n)
+static void commit_tops(int pidfd, char *base, size_t total, size_t n)
 {
     size_t ps = page_size();
     struct iovec v[SP_SLAB_STACKS];
     for (size_t i = 0; i < n; i++)
         v[i] = (struct iovec){.iov_base = base + (i + 1) * total - ps, .iov_len = ps};
-    madvise_ranges(v, n, MADV_POPULATE_WRITE);
+    madvise_ranges(pidfd, v, n, MADV_POPULATE_WRITE);
 }
 
 /* Lock held. Append to the class's global array; false if it cannot grow. */
@@ -203,8 +222,10 @@ static char *map_slab(size_class_t *c)
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED)
         return NULL;
-    install_guards(base, c->total, SP_SLAB_STACKS);
-    commit_tops(base, c->total, SP_SLAB_STACKS);
+    int pidfd = self_pidfd();
+    install_guards(pidfd, base, c->total, SP_SLAB_STACKS);
+    commit_tops(pidfd, base, c->total, SP_SLAB_STACKS);
+    close_pidfd(pidfd);
     for (size_t i = 0; i < SP_SLAB_STACKS; i++) {
         char *lo = base + i * c->total;
 #ifdef SP_VALGRIND
@@ -275,7 +296,7 @@ int sp__stack_get(sp_stack_t *st, size_t usable)
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (lo == MAP_FAILED)
             return -ENOMEM;
-        install_guards(lo, total, 1);
+        install_guards(-1, lo, total, 1);
     } else if (cache->count[i]) {
         lo = cache->free[i][--cache->count[i]];
     } else {
