@@ -2,15 +2,18 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spindle/iomanager.h>
 #include <spindle/timer.h>
 
+#include "iomanager_internal.h" /* white-box: a worker's inbox */
 #include "testutil.h"
 
 static sp_iomanager_t *io;
@@ -389,6 +392,107 @@ START_TEST(waiting_two_seconds_uses_no_cpu)
 }
 END_TEST
 
+/* ---- closes handed to a busy worker ------------------------------------- */
+
+/* Closing an fd whose watch another worker owns goes through that worker's
+ * inbox. A busy worker takes its inbox on the way to sleep, and each close
+ * lets its loop look once more: the first look finds a fiber's fd ready,
+ * the second finds nobody waiting and stops the watch, the third has libev
+ * take the fd out of epoll. That fiber must run before the worker sleeps:
+ * it once stayed until the worker's next event, which hung the
+ * shared-client test (three closes are how many it takes to lose it). */
+enum { OWNED = 3 };
+static int owned[OWNED][2], ready[2];
+static sem_t busy_running, busy_release, woken;
+static _Atomic int ready_armed;
+
+static void own_watch(void *arg)
+{
+    int fd = *(int *)arg;
+    ck_assert_int_eq(sp_io_wait(fd, SP_IO_READ, -1), 0);
+    char c;
+    ck_assert_int_eq(read(fd, &c, 1), 1); /* nothing left to report */
+    sem_post(&woken);
+}
+
+static void wait_ready(void *arg)
+{
+    (void)arg;
+    atomic_store(&ready_armed, 1); /* the wait below arms before it parks */
+    ck_assert_int_eq(sp_io_wait(ready[0], SP_IO_READ, -1), 0);
+    sem_post(&woken);
+}
+
+static void block_worker(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&ready_armed))
+        sp_yield();
+    sem_post(&busy_running);
+    sem_wait(&busy_release); /* the whole worker thread stops here */
+}
+
+static void *close_fd(void *arg)
+{
+    ck_assert_int_eq(sp_io_close(*(int *)arg), 0);
+    return NULL;
+}
+
+static void sem_wait_5s(sem_t *s)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += 5;
+    ck_assert_msg(sem_timedwait(s, &t) == 0, "not posted within 5 s");
+}
+
+/* Wait (5 s at most) until worker 1's inbox holds something other than
+ * `head`; returns the new head. */
+static void *inbox_moved(void *head)
+{
+    for (int i = 0; i < 5000 && atomic_load(&io->w[1]->inbox) == head; i++)
+        usleep(1000);
+    void *now = atomic_load(&io->w[1]->inbox);
+    ck_assert_ptr_ne(now, head);
+    return now;
+}
+
+START_TEST(closes_on_busy_owner_run_ready_fibers)
+{
+    sp_scheduler_t *s = sp_iomanager_scheduler(io);
+    sem_init(&busy_running, 0, 0);
+    sem_init(&busy_release, 0, 0);
+    sem_init(&woken, 0, 0);
+    atomic_store(&ready_armed, 0);
+    for (int i = 0; i < OWNED; i++) { /* worker 1 owns a watch on each */
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, owned[i]), 0);
+        ck_assert_int_eq(write(owned[i][1], "o", 1), 1);
+        ck_assert_int_eq(sp_schedule(s, own_watch, &owned[i][0], 1), 0);
+        sem_wait_5s(&woken);
+    }
+    /* A fiber of worker 1 waits on ready[0]; then the worker is held busy. */
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ready), 0);
+    ck_assert_int_eq(sp_schedule(s, wait_ready, NULL, 1), 0);
+    ck_assert_int_eq(sp_schedule(s, block_worker, NULL, 1), 0);
+    sem_wait_5s(&busy_running);
+    ck_assert_int_eq(write(ready[1], "r", 1), 1);
+    pthread_t closers[OWNED];
+    void *head = NULL;
+    for (int i = 0; i < OWNED; i++) {
+        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &owned[i][0]), 0);
+        head = inbox_moved(head);
+    }
+    sem_post(&busy_release);
+    sem_wait_5s(&woken);
+    for (int i = 0; i < OWNED; i++) {
+        pthread_join(closers[i], NULL);
+        close(owned[i][1]);
+    }
+    close(ready[0]);
+    close(ready[1]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("iomanager");
@@ -402,6 +506,7 @@ int main(void)
     tcase_add_test(tc, callback_event_fires_once);
     tcase_add_test(tc, delete_versus_cancel);
     tcase_add_test(tc, close_wakes_waiter_with_ebadf);
+    tcase_add_test(tc, closes_on_busy_owner_run_ready_fibers);
     tcase_add_test(tc, wait_timeout);
     tcase_add_test(tc, wait_outside_fiber_refused);
     tcase_add_test(tc, waiting_two_seconds_uses_no_cpu);

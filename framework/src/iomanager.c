@@ -89,7 +89,9 @@ static void poll_once(sp_scheduler_t *s, int worker, bool block)
     iom_worker_t *x = io->w[worker];
     sp__io_drain_inbox(io, worker);
     int64_t next = sp__timer_heap_next(&x->timers);
-    if (block && next != 0) {
+    /* A close in the inbox lets the loop look once more (destroy): fibers
+     * that look found ready are due, and must not wait for the next event. */
+    if (block && next != 0 && !x->ndue) {
         if (next > 0) {
             /* Round up to whole microseconds: never wake before the
              * deadline (early wake-ups just re-arm). */
