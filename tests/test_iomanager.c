@@ -446,13 +446,13 @@ static void sem_wait_5s(sem_t *s)
     ck_assert_msg(sem_timedwait(s, &t) == 0, "not posted within 5 s");
 }
 
-/* Wait (5 s at most) until worker 1's inbox holds something other than
- * `head`; returns the new head. */
-static void *inbox_moved(void *head)
+/* Wait (5 s at most) until the inbox of `on`'s worker `worker` holds
+ * something other than `head`; returns the new head. */
+static void *inbox_moved(sp_iomanager_t *on, int worker, void *head)
 {
-    for (int i = 0; i < 5000 && atomic_load(&io->w[1]->inbox) == head; i++)
+    for (int i = 0; i < 5000 && atomic_load(&on->w[worker]->inbox) == head; i++)
         usleep(1000);
-    void *now = atomic_load(&io->w[1]->inbox);
+    void *now = atomic_load(&on->w[worker]->inbox);
     ck_assert_ptr_ne(now, head);
     return now;
 }
@@ -480,7 +480,7 @@ START_TEST(closes_on_busy_owner_run_ready_fibers)
     void *head = NULL;
     for (int i = 0; i < OWNED; i++) {
         ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &owned[i][0]), 0);
-        head = inbox_moved(head);
+        head = inbox_moved(io, 1, head);
     }
     sem_post(&busy_release);
     sem_wait_5s(&woken);
@@ -488,6 +488,61 @@ START_TEST(closes_on_busy_owner_run_ready_fibers)
         pthread_join(closers[i], NULL);
         close(owned[i][1]);
     }
+    close(ready[0]);
+    close(ready[1]);
+}
+END_TEST
+
+/* The same look may find a callback event ready: its task is queued on the
+ * only worker, which tickles nobody for it (not itself), so that worker
+ * must see it before it sleeps. */
+static void on_ready_callback(void *arg, int result)
+{
+    (void)arg;
+    ck_assert_int_eq(result, 0);
+    sem_post(&woken);
+}
+
+static void add_callback_then_block(void *arg)
+{
+    ck_assert_int_eq(sp_io_add(arg, ready[0], SP_IO_READ, on_ready_callback, NULL), 0);
+    atomic_store(&ready_armed, 1);
+    block_worker(NULL);
+}
+
+START_TEST(close_on_busy_owner_runs_callback_it_finds)
+{
+    sp_iomanager_t *one = sp_iomanager_create("one", 1, false);
+    ck_assert_ptr_nonnull(one);
+    ck_assert_int_eq(sp_iomanager_start(one), 0);
+    sp_scheduler_t *s = sp_iomanager_scheduler(one);
+    sem_init(&busy_running, 0, 0);
+    sem_init(&busy_release, 0, 0);
+    sem_init(&woken, 0, 0);
+    for (int i = 0; i < OWNED; i++) {
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, owned[i]), 0);
+        ck_assert_int_eq(write(owned[i][1], "o", 1), 1);
+        ck_assert_int_eq(sp_schedule(s, own_watch, &owned[i][0], 0), 0);
+        sem_wait_5s(&woken);
+    }
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ready), 0);
+    ck_assert_int_eq(sp_schedule(s, add_callback_then_block, one, 0), 0);
+    sem_wait_5s(&busy_running);
+    ck_assert_int_eq(write(ready[1], "r", 1), 1);
+    pthread_t closers[OWNED];
+    void *head = NULL;
+    for (int i = 0; i < OWNED; i++) {
+        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &owned[i][0]), 0);
+        head = inbox_moved(one, 0, head);
+    }
+    sem_post(&busy_release);
+    sem_wait_5s(&woken);
+    for (int i = 0; i < OWNED; i++) {
+        pthread_join(closers[i], NULL);
+        close(owned[i][1]);
+    }
+    ck_assert_int_eq(sp_iomanager_stop(one), 0);
+    sp_iomanager_destroy(one);
     close(ready[0]);
     close(ready[1]);
 }
@@ -507,6 +562,7 @@ int main(void)
     tcase_add_test(tc, delete_versus_cancel);
     tcase_add_test(tc, close_wakes_waiter_with_ebadf);
     tcase_add_test(tc, closes_on_busy_owner_run_ready_fibers);
+    tcase_add_test(tc, close_on_busy_owner_runs_callback_it_finds);
     tcase_add_test(tc, wait_timeout);
     tcase_add_test(tc, wait_outside_fiber_refused);
     tcase_add_test(tc, waiting_two_seconds_uses_no_cpu);

@@ -39,6 +39,7 @@ typedef struct iom_worker {
      * front. Owner thread only. */
     struct sp_fiber **due;
     unsigned ndue, capdue;
+    bool piped; /* the pipe was read since poll_once began; owner only */
 } iom_worker_t;
 
 struct sp_iomanager {
