@@ -18,37 +18,14 @@ mode=${1:?mode: echo or http}
 conns=${2:?number of connections}
 window=2
 
-case $mode in
-echo)
-  servers=("libev_echo=$peers/bin/libev_echo %PORT%"
-           "st_echo=$peers/bin/st_echo %PORT%"
-           "spindle=$bin/spindle-echo --listen 127.0.0.1:%PORT% --workers 1") ;;
-http)
-  servers=("nginx=$peers/peers/run_nginx.sh %PORT%"
-           "libev_http=$peers/bin/libev_http %PORT%"
-           "spindle=$bin/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1") ;;
-*) echo "unknown mode $mode" >&2; exit 2 ;;
-esac
+[[ $mode == echo || $mode == http ]] || { echo "mode: echo or http" >&2; exit 2; }
+source "$root/bench/servers.sh"
 command -v perf >/dev/null || { echo "perf not installed" >&2; exit 1; }
-[[ -x $peers/bin/echo_load ]] || { echo "build the peers: make -C $peers" >&2; exit 1; }
-ulimit -n 100000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 calls=(read write readv writev recvfrom sendto recvmsg sendmsg epoll_wait epoll_ctl
        poll accept4 close)
 events=cpu-clock
 for c in "${calls[@]}"; do events+=",syscalls:sys_enter_$c"; done
-
-ready() {
-  for _ in $(seq 100); do
-    if [[ $mode == echo ]]; then
-      (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    else
-      curl -s -o /dev/null "http://127.0.0.1:$1/plaintext" && return 0
-    fi
-    sleep 0.05
-  done
-  return 1
-}
 
 # load PORT: 5 s of load on CPU 1; prints the rate per second.
 load() {
