@@ -457,19 +457,40 @@ static void *inbox_moved(sp_iomanager_t *on, int worker, void *head)
     return now;
 }
 
-START_TEST(closes_on_busy_owner_run_ready_fibers)
+static void reset_sems(void)
 {
-    sp_scheduler_t *s = sp_iomanager_scheduler(io);
     sem_init(&busy_running, 0, 0);
     sem_init(&busy_release, 0, 0);
     sem_init(&woken, 0, 0);
+}
+
+/* A socketpair whose first end worker `worker` of s watches; the watch is
+ * idle (the byte that woke it was read). */
+static void own(sp_scheduler_t *s, int worker, int pair[2])
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair), 0);
+    ck_assert_int_eq(write(pair[1], "o", 1), 1);
+    ck_assert_int_eq(sp_schedule(s, own_watch, &pair[0], worker), 0);
+    sem_wait_5s(&woken);
+}
+
+/* A started IOManager with one worker, and fresh semaphores. */
+static sp_iomanager_t *one_worker(void)
+{
+    sp_iomanager_t *one = sp_iomanager_create("one", 1, false);
+    ck_assert_ptr_nonnull(one);
+    ck_assert_int_eq(sp_iomanager_start(one), 0);
+    reset_sems();
+    return one;
+}
+
+START_TEST(closes_on_busy_owner_run_ready_fibers)
+{
+    sp_scheduler_t *s = sp_iomanager_scheduler(io);
+    reset_sems();
     atomic_store(&ready_armed, 0);
-    for (int i = 0; i < OWNED; i++) { /* worker 1 owns a watch on each */
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, owned[i]), 0);
-        ck_assert_int_eq(write(owned[i][1], "o", 1), 1);
-        ck_assert_int_eq(sp_schedule(s, own_watch, &owned[i][0], 1), 0);
-        sem_wait_5s(&woken);
-    }
+    for (int i = 0; i < OWNED; i++) /* worker 1 owns a watch on each */
+        own(s, 1, owned[i]);
     /* A fiber of worker 1 waits on ready[0]; then the worker is held busy. */
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ready), 0);
     ck_assert_int_eq(sp_schedule(s, wait_ready, NULL, 1), 0);
@@ -512,19 +533,10 @@ static void add_callback_then_block(void *arg)
 
 START_TEST(close_on_busy_owner_runs_callback_it_finds)
 {
-    sp_iomanager_t *one = sp_iomanager_create("one", 1, false);
-    ck_assert_ptr_nonnull(one);
-    ck_assert_int_eq(sp_iomanager_start(one), 0);
+    sp_iomanager_t *one = one_worker();
     sp_scheduler_t *s = sp_iomanager_scheduler(one);
-    sem_init(&busy_running, 0, 0);
-    sem_init(&busy_release, 0, 0);
-    sem_init(&woken, 0, 0);
-    for (int i = 0; i < OWNED; i++) {
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, owned[i]), 0);
-        ck_assert_int_eq(write(owned[i][1], "o", 1), 1);
-        ck_assert_int_eq(sp_schedule(s, own_watch, &owned[i][0], 0), 0);
-        sem_wait_5s(&woken);
-    }
+    for (int i = 0; i < OWNED; i++)
+        own(s, 0, owned[i]);
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ready), 0);
     ck_assert_int_eq(sp_schedule(s, add_callback_then_block, one, 0), 0);
     sem_wait_5s(&busy_running);
@@ -548,6 +560,52 @@ START_TEST(close_on_busy_owner_runs_callback_it_finds)
 }
 END_TEST
 
+/* A close can also reach the inbox while the worker is taking it: its
+ * tickle lands in the pipe, and the look of a close taken just before reads
+ * it. The worker must not sleep on that close (its closer would wait for
+ * good). A thread watches for the worker to take its inbox and closes one
+ * more fd right then, while the worker still works through MANY closes. */
+enum { MANY = 16 };
+static int many[MANY + 1][2];
+static sp_iomanager_t *taking;
+
+static void *close_when_taken(void *arg)
+{
+    uint64_t give_up = sp_now_ns() + 10000000000u;
+    while (atomic_load(&taking->w[0]->inbox) && sp_now_ns() < give_up)
+        ; /* spin: the window is tens of microseconds */
+    ck_assert_int_eq(sp_io_close(*(int *)arg), 0);
+    sem_post(&woken);
+    return NULL;
+}
+
+START_TEST(close_during_inbox_drain_is_not_slept_on)
+{
+    taking = one_worker();
+    sp_scheduler_t *s = sp_iomanager_scheduler(taking);
+    for (int i = 0; i <= MANY; i++)
+        own(s, 0, many[i]);
+    atomic_store(&ready_armed, 1);
+    ck_assert_int_eq(sp_schedule(s, block_worker, NULL, 0), 0);
+    sem_wait_5s(&busy_running);
+    pthread_t closers[MANY + 1];
+    void *head = NULL;
+    for (int i = 0; i < MANY; i++) {
+        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &many[i][0]), 0);
+        head = inbox_moved(taking, 0, head);
+    }
+    ck_assert_int_eq(pthread_create(&closers[MANY], NULL, close_when_taken, &many[MANY][0]), 0);
+    sem_post(&busy_release);
+    sem_wait_5s(&woken);
+    for (int i = 0; i <= MANY; i++) {
+        pthread_join(closers[i], NULL);
+        close(many[i][1]);
+    }
+    ck_assert_int_eq(sp_iomanager_stop(taking), 0);
+    sp_iomanager_destroy(taking);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("iomanager");
@@ -563,6 +621,7 @@ int main(void)
     tcase_add_test(tc, close_wakes_waiter_with_ebadf);
     tcase_add_test(tc, closes_on_busy_owner_run_ready_fibers);
     tcase_add_test(tc, close_on_busy_owner_runs_callback_it_finds);
+    tcase_add_test(tc, close_during_inbox_drain_is_not_slept_on);
     tcase_add_test(tc, wait_timeout);
     tcase_add_test(tc, wait_outside_fiber_refused);
     tcase_add_test(tc, waiting_two_seconds_uses_no_cpu);
