@@ -1469,15 +1469,23 @@ START_TEST(static_out_of_fds_is_503)
     resp_free(&r);
     struct rlimit old;
     ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
-    int top = dup(0); /* the lowest free number: nothing above is needed */
-    ck_assert_int_ge(top, 0);
-    close(top);
-    struct rlimit low = {(rlim_t)top, old.rlim_max};
-    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
-    roundtrip(c, GET("/static/a.txt"), &r);
-    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
-    ck_assert_int_eq(r.status, 503);
-    resp_free(&r);
+    /* A number below the limit can come free between the measure and the
+     * open (seen once in 15 runs beside other test loops: an fd some thread
+     * held for a moment); then the file opens (200) and we measure again.
+     * A few tries; any status but 200 or 503 fails at once. */
+    int status = 200;
+    for (int try = 0; try < 5 && status == 200; try++) {
+        int top = dup(0); /* the lowest free number: nothing above is needed */
+        ck_assert_int_ge(top, 0);
+        close(top);
+        struct rlimit low = {(rlim_t)top, old.rlim_max};
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+        roundtrip(c, GET("/static/a.txt"), &r);
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+        status = r.status;
+        resp_free(&r);
+    }
+    ck_assert_int_eq(status, 503);
     client_close(c);
     ck_assert_int_eq(status_of(GET("/static/a.txt")), 200);
 }
