@@ -484,6 +484,28 @@ static sp_iomanager_t *one_worker(void)
     return one;
 }
 
+/* Close the first ends of n pairs, each from a thread of its own, into
+ * the inbox of `on`'s worker `worker` (held busy: it owns their watches),
+ * each close there before the next starts. */
+static void close_into_inbox(sp_iomanager_t *on, int worker, int (*pairs)[2], int n,
+                             pthread_t *closers)
+{
+    void *head = NULL;
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &pairs[i][0]), 0);
+        head = inbox_moved(on, worker, head);
+    }
+}
+
+/* Join n closers and close the other ends of their pairs. */
+static void join_closers(pthread_t *closers, int (*pairs)[2], int n)
+{
+    for (int i = 0; i < n; i++) {
+        pthread_join(closers[i], NULL);
+        close(pairs[i][1]);
+    }
+}
+
 START_TEST(closes_on_busy_owner_run_ready_fibers)
 {
     sp_scheduler_t *s = sp_iomanager_scheduler(io);
@@ -498,17 +520,10 @@ START_TEST(closes_on_busy_owner_run_ready_fibers)
     sem_wait_5s(&busy_running);
     ck_assert_int_eq(write(ready[1], "r", 1), 1);
     pthread_t closers[OWNED];
-    void *head = NULL;
-    for (int i = 0; i < OWNED; i++) {
-        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &owned[i][0]), 0);
-        head = inbox_moved(io, 1, head);
-    }
+    close_into_inbox(io, 1, owned, OWNED, closers);
     sem_post(&busy_release);
     sem_wait_5s(&woken);
-    for (int i = 0; i < OWNED; i++) {
-        pthread_join(closers[i], NULL);
-        close(owned[i][1]);
-    }
+    join_closers(closers, owned, OWNED);
     close(ready[0]);
     close(ready[1]);
 }
@@ -542,17 +557,10 @@ START_TEST(close_on_busy_owner_runs_callback_it_finds)
     sem_wait_5s(&busy_running);
     ck_assert_int_eq(write(ready[1], "r", 1), 1);
     pthread_t closers[OWNED];
-    void *head = NULL;
-    for (int i = 0; i < OWNED; i++) {
-        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &owned[i][0]), 0);
-        head = inbox_moved(one, 0, head);
-    }
+    close_into_inbox(one, 0, owned, OWNED, closers);
     sem_post(&busy_release);
     sem_wait_5s(&woken);
-    for (int i = 0; i < OWNED; i++) {
-        pthread_join(closers[i], NULL);
-        close(owned[i][1]);
-    }
+    join_closers(closers, owned, OWNED);
     ck_assert_int_eq(sp_iomanager_stop(one), 0);
     sp_iomanager_destroy(one);
     close(ready[0]);
@@ -589,18 +597,11 @@ START_TEST(close_during_inbox_drain_is_not_slept_on)
     ck_assert_int_eq(sp_schedule(s, block_worker, NULL, 0), 0);
     sem_wait_5s(&busy_running);
     pthread_t closers[MANY + 1];
-    void *head = NULL;
-    for (int i = 0; i < MANY; i++) {
-        ck_assert_int_eq(pthread_create(&closers[i], NULL, close_fd, &many[i][0]), 0);
-        head = inbox_moved(taking, 0, head);
-    }
+    close_into_inbox(taking, 0, many, MANY, closers);
     ck_assert_int_eq(pthread_create(&closers[MANY], NULL, close_when_taken, &many[MANY][0]), 0);
     sem_post(&busy_release);
     sem_wait_5s(&woken);
-    for (int i = 0; i <= MANY; i++) {
-        pthread_join(closers[i], NULL);
-        close(many[i][1]);
-    }
+    join_closers(closers, many, MANY + 1);
     ck_assert_int_eq(sp_iomanager_stop(taking), 0);
     sp_iomanager_destroy(taking);
 }

@@ -370,8 +370,9 @@ bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
     return !armed;
 }
 
-void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
+bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 {
+    bool looked = false;
     iom_worker_t *x = io->w[worker];
     sp_io_watch_t *list = atomic_exchange(&x->inbox, NULL), *fifo = NULL;
     while (list) { /* the inbox is a stack: reverse into arrival order */
@@ -391,11 +392,13 @@ void sp__io_drain_inbox(sp_iomanager_t *io, int worker)
         sp__spin_unlock(&ctx_of(w)->lock);
         if (retired) {
             destroy(w, ack, closing);
+            looked |= closing;
         } else if (armed && !w->started) {
             ev_io_start(x->loop, &w->io);
             w->started = true;
         }
     }
+    return looked;
 }
 
 /* Arm the fd's watch of direction dir for a waiter or a callback, on

@@ -71,7 +71,6 @@ static void on_pipe(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
     (void)revents;
-    ((iom_worker_t *)io->data)->piped = true;
     char buf[64];
     while (syscall(SYS_read, io->fd, buf, sizeof buf) > 0)
         ;
@@ -84,25 +83,19 @@ static void on_wake_timer(struct ev_loop *loop, ev_timer *t, int revents)
     (void)revents; /* only ends ev_run; timers are expired after it */
 }
 
-/* Before blocking: the inbox's closes let the loop look once more
- * (destroy), and what that look did is work to do now, not after the next
- * event: fibers it found ready are due; a tickle it read from the pipe is
- * spent (its task or inbox entry waits); a callback task it queued here
- * woke nobody (a worker never tickles itself). */
-static bool work_came(sp_iomanager_t *io, int worker)
-{
-    const iom_worker_t *x = io->w[worker];
-    return x->ndue || x->piped || sp__sched_work_visible(&io->s.workers[worker]);
-}
-
 static void poll_once(sp_scheduler_t *s, int worker, bool block)
 {
     sp_iomanager_t *io = sp__iom_of(s);
     iom_worker_t *x = io->w[worker];
-    x->piped = false;
-    sp__io_drain_inbox(io, worker);
+    /* A close in the inbox lets the loop look once more (destroy), and that
+     * look may leave work the worker must not sleep on: fibers it found
+     * ready (due), a tickle it read from the pipe (the byte spent, its task
+     * or inbox entry waiting), a callback task queued on this worker (a
+     * worker never tickles itself). Then this poll does not block: the
+     * worker goes round once more and sleeps on its next poll. */
+    bool looked = sp__io_drain_inbox(io, worker);
     int64_t next = sp__timer_heap_next(&x->timers);
-    if (block && next != 0 && !work_came(io, worker)) {
+    if (block && next != 0 && !looked) {
         if (next > 0) {
             /* Round up to whole microseconds: never wake before the
              * deadline (early wake-ups just re-arm). */
@@ -190,7 +183,6 @@ static int slot_open(iom_worker_t *x)
     x->pipe_rd = p[0];
     x->pipe_wr = p[1];
     ev_io_init(&x->pipe_io, on_pipe, x->pipe_rd, EV_READ);
-    x->pipe_io.data = x;
     ev_io_start(x->loop, &x->pipe_io);
     ev_init(&x->wake_timer, on_wake_timer);
     return 0;

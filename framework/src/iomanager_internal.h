@@ -39,7 +39,6 @@ typedef struct iom_worker {
      * front. Owner thread only. */
     struct sp_fiber **due;
     unsigned ndue, capdue;
-    bool piped; /* the pipe was read since poll_once began; owner only */
 } iom_worker_t;
 
 struct sp_iomanager {
@@ -63,8 +62,10 @@ void sp__io_run_due(sp_iomanager_t *io, int worker);
 void sp__iom_kick(sp_iomanager_t *io, int worker);
 /* After stop: take every watch of io off its fd and free it. */
 void sp__io_forget_all(sp_iomanager_t *io);
-/* On the worker's thread: act on everything in its inbox. */
-void sp__io_drain_inbox(sp_iomanager_t *io, int worker);
+/* On the worker's thread: act on everything in its inbox. True if a close
+ * among it ran the loop once more (destroy), which may have done work the
+ * worker must see before it sleeps. */
+bool sp__io_drain_inbox(sp_iomanager_t *io, int worker);
 /* On the worker's thread, as it ends: close the inbox and drain it. */
 void sp__io_worker_gone(sp_iomanager_t *io, int worker);
 /* On a retiring extra worker's thread, with no fiber homed there: stop and

@@ -282,9 +282,8 @@ static bool rescue(sp_worker_t *w, sp_task_t *out)
     return take_from_others(w, out, take_stuck);
 }
 
-bool sp__sched_work_visible(const sp_worker_t *w)
+static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
 {
-    const sp_scheduler_t *s = w->s;
     if (w->local.count || atomic_load(&w->n_bound))
         return true;
     int nl = sp__sched_nlive(s);
@@ -334,7 +333,7 @@ static void go_idle(sp_worker_t *w)
     sp_scheduler_t *s = w->s;
     atomic_store(&w->idle, 1);
     atomic_thread_fence(memory_order_seq_cst);
-    if (!sp__sched_work_visible(w) && !stopped(s))
+    if (!work_visible(s, w) && !stopped(s))
         poll_events(w, s->ops.idle);
     atomic_store(&w->idle, 0);
     run_woken(w);

@@ -107,9 +107,6 @@ struct sp_scheduler {
     _Atomic uint64_t m_stalls, m_rescued, m_migrated, m_grown, m_shrunk;
 };
 
-/* Is there a task w may run: in its own queues, or stealable elsewhere? An
- * idle worker asks before it blocks. */
-bool sp__sched_work_visible(const sp_worker_t *w);
 /* On w's thread: true while w polls for events outside any task, where an
  * event callback may claim the fiber it wakes and run it during the poll
  * (sp__sched_run_now) instead of queueing it. */
