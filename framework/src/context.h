@@ -28,6 +28,8 @@ void sp__asm_ctx_swap_cold(void **from_sp, void *to_sp);
 /* Prefetch only: a parked fiber's hot line and 1 KiB of stack from `frames`
  * up. Never faults, whatever the addresses. */
 void sp__asm_ctx_prefetch(const void *fiber, const void *frames);
+/* Prefetch only: the lines holding a and b. Never faults. */
+void sp__asm_prefetch_lines(const void *a, const void *b);
 
 typedef struct sp_uc_ctx {
     ucontext_t uc;
@@ -43,6 +45,7 @@ typedef sp_uc_ctx_t sp_ctx_t;
 #define sp__ctx_swap(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_swap_cold(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_prefetch(fiber, frames) ((void)(fiber), (void)(frames))
+#define sp__prefetch_lines(a, b) ((void)(a), (void)(b))
 #define SP_CTX_BACKEND "ucontext"
 #else
 typedef sp_asm_ctx_t sp_ctx_t;
@@ -50,6 +53,7 @@ typedef sp_asm_ctx_t sp_ctx_t;
 #define sp__ctx_swap(from, to) sp__asm_ctx_swap(&(from)->sp, (to)->sp)
 #define sp__ctx_swap_cold(from, to) sp__asm_ctx_swap_cold(&(from)->sp, (to)->sp)
 #define sp__ctx_prefetch sp__asm_ctx_prefetch
+#define sp__prefetch_lines sp__asm_prefetch_lines
 #if defined(__x86_64__)
 #define SP_CTX_BACKEND "asm-x86_64"
 #elif defined(__aarch64__)

@@ -39,6 +39,19 @@ sp__asm_ctx_prefetch:
     .cfi_endproc
     .size sp__asm_ctx_prefetch, .-sp__asm_ctx_prefetch
 
+/* void sp__asm_prefetch_lines(const void *a, const void *b)
+ * Ask for two lines that will be written soon (an fd's lock, a watch). */
+    .globl sp__asm_prefetch_lines
+    .type sp__asm_prefetch_lines, @function
+    .align 16
+sp__asm_prefetch_lines:
+    .cfi_startproc
+    prefetcht0 (%rdi)
+    prefetcht0 (%rsi)
+    ret
+    .cfi_endproc
+    .size sp__asm_prefetch_lines, .-sp__asm_prefetch_lines
+
 /* void sp__asm_ctx_swap_cold(void **from_sp, void *to_sp)
  * The same switch, for resuming a fiber parked long ago: first ask for the
  * 1 KiB of its stack above to_sp, the frames it returns through. Each of

@@ -182,6 +182,8 @@ static int slot_open(iom_worker_t *x)
     }
     x->pipe_rd = p[0];
     x->pipe_wr = p[1];
+    ev_set_userdata(x->loop, x);
+    ev_set_invoke_pending_cb(x->loop, sp__io_invoke_pending);
     ev_io_init(&x->pipe_io, on_pipe, x->pipe_rd, EV_READ);
     ev_io_start(x->loop, &x->pipe_io);
     ev_init(&x->wake_timer, on_wake_timer);

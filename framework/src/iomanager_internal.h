@@ -39,7 +39,24 @@ typedef struct iom_worker {
      * front. Owner thread only. */
     struct sp_fiber **due;
     unsigned ndue, capdue;
+    /* The watches libev is reporting ready, innermost loop first (a
+     * close's extra look runs the loop inside another). Owner thread. */
+    struct ready_batch *batch;
 } iom_worker_t;
+
+/* The watches one ev_invoke_pending reports ready: on_ready notes each
+ * and asks for its cold lines; they are handled together once libev has
+ * called back for all of them (or READY_BATCH of them). */
+enum { READY_BATCH = 64 };
+typedef struct ready_batch {
+    struct sp_io_watch *w[READY_BATCH]; /* NULL: freed meanwhile */
+    unsigned n;
+    struct ready_batch *outer;
+} ready_batch_t;
+
+/* The loop's invoke step (ev_set_invoke_pending_cb): libev's callbacks,
+ * then the batch they noted. */
+void sp__io_invoke_pending(struct ev_loop *loop);
 
 struct sp_iomanager {
     sp_scheduler_t s; /* first: an IOManager is a scheduler */
