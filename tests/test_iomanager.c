@@ -162,8 +162,10 @@ END_TEST
  * (libev invokes its callbacks last in, first out). One worker: fibers
  * park on ORDERED socketpairs, a gate task then holds the worker while the
  * test writes to the pairs in order, and the order the fibers ran in must
- * be the writes' order. */
-enum { ORDERED = 32 };
+ * be the writes' order. More fds than one batch of the loop's ready
+ * callbacks holds (READY_BATCH, 64), so a batch fills while libev is still
+ * calling back, and the order holds across it. */
+enum { ORDERED = 160 };
 static int opairs[ORDERED][2];
 static int ran[ORDERED];
 static _Atomic int nran;

@@ -300,8 +300,14 @@ void sp__io_run_due(sp_iomanager_t *io, int worker)
     sp_worker_t *self = &io->s.workers[worker];
     /* Nothing adds to the list meanwhile: a running fiber's wake-ups go
      * through the queues (the worker is not polling then). */
-    while (x->ndue)
-        sp__sched_run_now(self, x->due[--x->ndue]);
+    while (x->ndue) {
+        unsigned k = --x->ndue;
+        /* The next one's line and frames, while this one runs: on_ready
+         * asked for them too, but a long batch runs long after that. */
+        if (k > 0)
+            sp__ctx_prefetch_parked(x->due[k - 1], &x->due[k - 1]->ctx);
+        sp__sched_run_now(self, x->due[k]);
+    }
 }
 
 /* On the owner's thread, for one watch found ready. When its worker polls
