@@ -46,7 +46,6 @@ typedef sp_uc_ctx_t sp_ctx_t;
 #define sp__ctx_swap_cold(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_prefetch(fiber, frames) ((void)(fiber), (void)(frames))
 #define sp__prefetch_lines(a, b) ((void)(a), (void)(b))
-#define sp__ctx_prefetch_parked(fiber, c) ((void)(fiber), (void)(c))
 #define SP_CTX_BACKEND "ucontext"
 #else
 typedef sp_asm_ctx_t sp_ctx_t;
@@ -55,8 +54,6 @@ typedef sp_asm_ctx_t sp_ctx_t;
 #define sp__ctx_swap_cold(from, to) sp__asm_ctx_swap_cold(&(from)->sp, (to)->sp)
 #define sp__ctx_prefetch sp__asm_ctx_prefetch
 #define sp__prefetch_lines sp__asm_prefetch_lines
-/* sp__ctx_prefetch for a parked fiber whose context c holds its frames. */
-#define sp__ctx_prefetch_parked(fiber, c) sp__asm_ctx_prefetch((fiber), (c)->sp)
 #if defined(__x86_64__)
 #define SP_CTX_BACKEND "asm-x86_64"
 #elif defined(__aarch64__)

@@ -40,7 +40,8 @@ sp__asm_ctx_prefetch:
     .size sp__asm_ctx_prefetch, .-sp__asm_ctx_prefetch
 
 /* void sp__asm_prefetch_lines(const void *a, const void *b)
- * Ask for two lines that will be written soon (an fd's lock, a watch). */
+ * Ask for two lines that will be used soon (an fd's lock and its watch;
+ * the next fibers to run). */
     .globl sp__asm_prefetch_lines
     .type sp__asm_prefetch_lines, @function
     .align 16

@@ -302,10 +302,11 @@ void sp__io_run_due(sp_iomanager_t *io, int worker)
      * through the queues (the worker is not polling then). */
     while (x->ndue) {
         unsigned k = --x->ndue;
-        /* The next one's line and frames, while this one runs: on_ready
-         * asked for them too, but a long batch runs long after that. */
+        /* The next two fibers' lines, while this one runs: on_ready asked
+         * for them too, but a long batch runs long after that (their
+         * frames are asked for by the switch, once the line is there). */
         if (k > 0)
-            sp__ctx_prefetch_parked(x->due[k - 1], &x->due[k - 1]->ctx);
+            sp__prefetch_lines(x->due[k - 1], x->due[k > 1 ? k - 2 : k - 1]);
         sp__sched_run_now(self, x->due[k]);
     }
 }
