@@ -27,6 +27,9 @@ struct sp_fiber {
     _Atomic int pins;  /* wakers inside sp_wake(): do not recycle yet */
     int bound;         /* worker index or SP_ANY_WORKER */
     int last_worker;   /* where it last ran, for wakes from outside */
+    /* The fd watch it last armed a wait on (io_event.c), a prefetch hint
+     * for its next hooked call, which most often waits on it again. */
+    const void *last_watch;
     /* Colder. */
     sp_fiber_fn fn;
     void *arg;

@@ -42,7 +42,17 @@ int64_t sp_hook_connect_timeout(void)
  * switch, finds the fd's entry and reads its flags, all inline. */
 static sp_fd_ctx_t *fd_active(int fd, unsigned *flags)
 {
-    return hooks_on(sp__thread_peek()) ? sp__fd_ctx_flags(fd, flags) : NULL;
+    sp_thread_t *t = sp__thread_peek();
+    if (!hooks_on(t))
+        return NULL;
+    /* The watch this fiber last waited on, asked for while the fd's entry
+     * is looked up: with many connections both are cold by the time a
+     * fiber that has served a message comes back to wait, and the wait
+     * needs the entry first, then the watch. */
+    const char *w = t->current->last_watch;
+    if (w)
+        sp__prefetch_lines(w, w + 64);
+    return sp__fd_ctx_flags(fd, flags);
 }
 
 const sp_hook_bridge_t sp__hook_bridge = {

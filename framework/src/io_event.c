@@ -494,9 +494,11 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
     w->seq = *seq = ++ctx->wait_seq[dir];
     /* on_ready's prefetch hints; none for a callback. */
     uintptr_t fiber = waiter ? (uintptr_t)waiter->base.fiber : 0;
-    if (fiber)
+    if (fiber) {
         atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
                               memory_order_relaxed);
+        waiter->base.fiber->last_watch = w;
+    }
     atomic_store_explicit(&w->hint_fiber, fiber, memory_order_relaxed);
     if (!mine && !w->queued) { /* the owner starts it */
         if (!inbox_push(w)) {
