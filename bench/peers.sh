@@ -16,7 +16,11 @@
 #      RAW (/tmp/spindle-peers.txt: one line per run), AB_BIN (another
 #      tree's build/bin: its server joins the rounds as "base").
 # Per run: rate (msgs/s or req/s), server CPU per message or request (user
-# and system time from /proc over the run), and for HTTP wrk's p99.
+# and system time from /proc over the run), the load's p99, and how often
+# the server slept (its main thread's voluntary context switches per 1,000
+# messages or requests): near 0 when the server is the bottleneck, higher
+# when it keeps up and waits for the load. A run's state moves its figures
+# by more than most differences between servers (docs/benchmarks.md).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 peers=${PEERS:-$root/../shared/bench}
@@ -35,6 +39,7 @@ if [[ ${AB_BIN:-} ]]; then
 fi
 
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+sleeps() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$1/status"; }
 
 # load PORT: prints "COUNT RATE P99"
 load() {
@@ -70,10 +75,13 @@ for round in $(seq "$rounds"); do
     done
     if [[ $pid ]]; then
       read -r u0 s0 < <(cpu_ticks "$pid")
+      z0=$(sleeps "$pid")
       read -r count rate p99 < <(load "$port")
       read -r u1 s1 < <(cpu_ticks "$pid")
+      z1=$(sleeps "$pid")
       tick_ns=$((1000000000 / $(getconf CLK_TCK)))
-      echo "$round $name $rate $(( (u1 - u0 + s1 - s0) * tick_ns / ${count:-1} )) $(( (u1 - u0) * tick_ns / ${count:-1} )) $p99" >> "$raw"
+      n=${count:-1}
+      echo "$round $name $rate $(( (u1 - u0 + s1 - s0) * tick_ns / n )) $(( (u1 - u0) * tick_ns / n )) $p99 $(( (z1 - z0) * 1000 / n ))" >> "$raw"
     else
       echo "$name did not start" >&2
     fi
@@ -100,12 +108,13 @@ def ratio(n, base, col):
 
 print(f"{sys.argv[2]}, {sys.argv[3]} connections, {len(rounds)} rounds; ratios are medians of per-round ratios")
 head = "".join(f" {'rate/'+b:>14} {'cpu/'+b:>14}" for b in names[:2])
-print(f"{'server':12} {unit+'/s':>9} {'cpu ns/'+unit:>12} {'user ns':>8}{head}  p99s")
+print(f"{'server':12} {unit+'/s':>9} {'cpu ns/'+unit:>12} {'user ns':>8}{head} {'sleeps/1k':>9}  p99s")
 for n in names:
     mine = [by[(k, n)] for k in rounds if (k, n) in by]
     rate = st.median(int(r[2]) for r in mine)
     cpu = st.median(int(r[3]) for r in mine)
     usr = st.median(int(r[4]) for r in mine)
+    slp = st.median(int(r[6]) for r in mine)
     cols = "".join(f" {ratio(n, b, 2):14.3f} {ratio(n, b, 3):14.3f}" for b in names[:2])
-    print(f"{n:12} {rate:9.0f} {cpu:12.0f} {usr:8.0f}{cols}  {' '.join(r[5] for r in mine)}")
+    print(f"{n:12} {rate:9.0f} {cpu:12.0f} {usr:8.0f}{cols} {slp:9.0f}  {' '.join(r[5] for r in mine)}")
 PY
