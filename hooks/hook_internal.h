@@ -29,9 +29,10 @@ bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd);
 
 /* When the calling fiber may park and fd is a socket the hooks manage (fd
  * created or first used in a fiber, not made non-blocking by the user):
- * its context, with O_NONBLOCK set in the kernel, the bridge in *bp and
- * the fd's flags as looked up in *flags (SP_FD_*). NULL means: call libc as it is. Inline: every hooked call starts here,
- * and what it does for a managed socket is one call and a flag test. */
+ * its context, with O_NONBLOCK set in the kernel, the bridge in *bp and,
+ * if flags is not NULL, the fd's flags as looked up (SP_FD_*). NULL means:
+ * call libc as it is. Inline: every hooked call starts here, and what it
+ * does for a managed socket is one call and a flag test. */
 static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp,
                                             unsigned *flags)
 {
@@ -43,7 +44,8 @@ static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp,
     if (!(fl & SP_FD_SYS_NB) && !sp__hook_make_nonblocking(c, fd))
         return NULL;
     *bp = b;
-    *flags = fl;
+    if (flags)
+        *flags = fl;
     return c;
 }
 

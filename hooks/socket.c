@@ -35,8 +35,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
     const sp_real_t *r = sp__real();
     const sp_hook_bridge_t *b = NULL;
-    unsigned fl;
-    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
+    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
     if (!ctx)
         return r->connect(fd, addr, len);
     uint64_t deadline = sp__hook_deadline(min_timeout(
@@ -74,8 +73,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     const sp_real_t *r = sp__real();
     const sp_hook_bridge_t *b = NULL;
-    unsigned fl;
-    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
+    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
     if (!ctx)
         return r->accept4(fd, addr, len, flags);
     uint64_t deadline = 0;

@@ -33,7 +33,7 @@ typedef struct iom_worker {
      * to free them all at the end. */
     pthread_mutex_t watches_lock;
     struct sp_io_watch *watches;
-    /* Fibers on_ready woke during one ev_run, in libev's invocation order,
+    /* Fibers ready_one woke during one ev_run, in libev's invocation order,
      * which is the reverse of the kernel's (libev runs its pending
      * callbacks last in, first out); sp__io_run_due runs them back to
      * front. Owner thread only. */
