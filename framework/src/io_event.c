@@ -44,9 +44,8 @@ typedef struct sp_io_watch {
      * read racily (stale costs a prefetch). */
     _Atomic uintptr_t hint_fiber, hint_frames;
     /* Guarded by the fd's lock, except as noted. */
-    io_waiter_t *waiter; /* armed by a fiber, or */
-    sp_io_fn fn;         /* armed with a callback, or neither: idle */
-    void *arg;
+    io_waiter_t *waiter;  /* armed by a fiber, or */
+    struct io_call *call; /* armed with a callback, or neither: idle */
     sp_iomanager_t *iom; /* (set once) */
     int dir, owner;      /* (set once) */
     uint32_t seq;  /* numbers each arming */
@@ -70,21 +69,22 @@ static sp_fd_ctx_t *ctx_of(const sp_io_watch_t *w)
  * line or two of the prefetch, nothing else. */
 #define PARK_DEPTH 256
 
-/* What was taken off a watch, to deliver once the lock is released. */
-typedef struct taken {
-    sp_iomanager_t *io;
-    sp_waiter_t *waiter;
-    sp_io_fn fn;
-    void *arg;
-    int result;
-    bool drop; /* deleted: no wake-up, no callback */
-} taken_t;
-
+/* A callback event, allocated when it is armed (sp_io_add), so that
+ * delivering it needs no memory; the task that runs it frees it. */
 typedef struct io_call {
     sp_io_fn fn;
     void *arg;
     int result;
 } io_call_t;
+
+/* What was taken off a watch, to deliver once the lock is released. */
+typedef struct taken {
+    sp_iomanager_t *io;
+    sp_waiter_t *waiter;
+    io_call_t *call;
+    int result;
+    bool drop; /* deleted: no wake-up, no callback */
+} taken_t;
 
 static bool on_owner(const sp_io_watch_t *w)
 {
@@ -155,10 +155,10 @@ static void ack_wait(close_ack_t *a)
 /* Lock held. Take the waiter or callback off w; false if w is idle. */
 static bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
 {
-    if (!w->waiter && !w->fn)
+    if (!w->waiter && !w->call)
         return false;
     sp_waiter_t *waiter = w->waiter ? &w->waiter->base : NULL;
-    *out = (taken_t){w->iom, waiter, w->fn, w->arg, result, drop};
+    *out = (taken_t){w->iom, waiter, w->call, result, drop};
     if (waiter) {
         sp__waiter_promise(waiter, result);
         if (waiter->sole) /* its only watch: no locked add */
@@ -169,7 +169,7 @@ static bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
             sp__waiter_deliver(waiter, false);
     }
     w->waiter = NULL;
-    w->fn = NULL;
+    w->call = NULL;
     return true;
 }
 
@@ -187,16 +187,13 @@ static void deliver(const taken_t *t)
             sp__waiter_deliver(t->waiter, true);
         return;
     }
-    if (!t->drop) {
-        io_call_t *c = malloc(sizeof *c);
-        if (c) {
-            *c = (io_call_t){t->fn, t->arg, t->result};
-            /* Holding the event's reference, the scheduler cannot stop. */
-            if (sp_schedule(&t->io->s, run_callback, c, SP_ANY_WORKER) != 0)
-                abort();
-        } else {
-            t->fn(t->arg, t->result); /* no memory for a task: run it here */
-        }
+    if (t->drop) {
+        free(t->call);
+    } else {
+        t->call->result = t->result;
+        /* Holding the event's reference, the scheduler cannot stop. */
+        if (sp_schedule(&t->io->s, run_callback, t->call, SP_ANY_WORKER) != 0)
+            abort(); /* out of memory for the task */
     }
     sp__sched_release(&t->io->s); /* the callback event's hold */
 }
@@ -239,23 +236,12 @@ static void untrack(sp_io_watch_t *w)
     pthread_mutex_unlock(&x->watches_lock);
 }
 
-/* Owner thread. A watch freed while a batch holds it leaves its slot
- * empty. Only code run from inside the loop can do that (a fiber run there
- * when out of memory for the due list, a callback run there when out of
- * memory for its task); otherwise no batch is open when a watch is freed. */
-static void unbatch(sp_io_watch_t *w)
-{
-    for (ready_batch_t *b = w->iom->w[w->owner]->batch; b; b = b->outer)
-        for (unsigned i = 0; i < b->n; i++)
-            if (b->w[i] == w)
-                b->w[i] = NULL;
-}
-
 /* Owner thread. When the fd is being closed, let the loop look once more
  * before the closer goes on: libev drops an fd from its epoll set lazily,
  * at the fd's next event, and that must happen before close(2) can give
- * the number to a new file. (Called from inside ev_run only in the cases
- * unbatch names.) */
+ * the number to a new file. Never called from inside ev_run: no code that
+ * frees a watch runs in the loop's callbacks, so a ready batch never holds
+ * a freed watch. */
 static void destroy(sp_io_watch_t *w, close_ack_t *ack, bool closing)
 {
     struct ev_loop *loop = loop_of(w);
@@ -263,7 +249,6 @@ static void destroy(sp_io_watch_t *w, close_ack_t *ack, bool closing)
         ev_io_stop(loop, &w->io);
     if (closing)
         ev_run(loop, EVRUN_NOWAIT);
-    unbatch(w);
     untrack(w);
     free(w);
     if (ack)
@@ -288,7 +273,7 @@ void sp__io_forget_all(sp_iomanager_t *io)
 }
 
 /* Keep a fiber woken by the poll to run once ev_run returns; false if out
- * of memory (run it at once then). */
+ * of memory. */
 static bool due_push(iom_worker_t *x, struct sp_fiber *f)
 {
     return sp__fibers_push(&x->due, &x->ndue, &x->capdue, f);
@@ -327,7 +312,7 @@ static void ready_one(struct ev_loop *loop, sp_io_watch_t *w)
         if (t.waiter && sp__sched_polling(self)) {
             struct sp_fiber *f = sp__waiter_deliver_here(t.waiter);
             if (f && !due_push(w->iom->w[w->owner], f))
-                sp__sched_run_now(self, f);
+                abort(); /* out of memory while holding a live fiber */
         } else {
             deliver(&t);
         }
@@ -339,12 +324,11 @@ static void ready_one(struct ev_loop *loop, sp_io_watch_t *w)
     w->started = false;
 }
 
-static void ready_flush(struct ev_loop *loop, ready_batch_t *b)
+static void ready_flush(struct ev_loop *loop, iom_worker_t *x)
 {
-    for (unsigned i = 0; i < b->n; i++)
-        if (b->w[i])
-            ready_one(loop, b->w[i]);
-    b->n = 0;
+    for (unsigned i = 0; i < x->nbatch; i++)
+        ready_one(loop, x->batch[i]);
+    x->nbatch = 0;
 }
 
 /* libev's callback for every watch: it notes the watch in the batch and
@@ -357,7 +341,7 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;
     sp_io_watch_t *w = (sp_io_watch_t *)io;
-    ready_batch_t *b = ((iom_worker_t *)ev_userdata(loop))->batch;
+    iom_worker_t *x = ev_userdata(loop);
     sp__prefetch_lines(ctx_of(w), &w->waiter);
     uintptr_t fiber =
         atomic_load_explicit(&w->hint_fiber, memory_order_relaxed);
@@ -365,19 +349,15 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
         sp__ctx_prefetch((const void *)fiber,
                          (const void *)atomic_load_explicit(
                              &w->hint_frames, memory_order_relaxed));
-    if (b->n == READY_BATCH)
-        ready_flush(loop, b);
-    b->w[b->n++] = w;
+    if (x->nbatch == READY_BATCH)
+        ready_flush(loop, x);
+    x->batch[x->nbatch++] = w;
 }
 
 void sp__io_invoke_pending(struct ev_loop *loop)
 {
-    iom_worker_t *x = ev_userdata(loop);
-    ready_batch_t b = {.n = 0, .outer = x->batch};
-    x->batch = &b;
     ev_invoke_pending(loop);
-    ready_flush(loop, &b);
-    x->batch = b.outer;
+    ready_flush(loop, ev_userdata(loop));
 }
 
 void sp__io_worker_gone(sp_iomanager_t *io, int worker)
@@ -404,7 +384,7 @@ bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
     for (sp_io_watch_t *w = io->w[worker]->watches; w; w = w->all_next) {
         bool kick = false; /* stays false: retired by its owner */
         sp__spin_lock(&ctx_of(w)->lock);
-        if (w->waiter || w->fn || (w->queued && !w->retired)) {
+        if (w->waiter || w->call || (w->queued && !w->retired)) {
             armed = true;
         } else if (!w->retired && retire(w, &kick)) {
             w->next = drop;
@@ -436,7 +416,7 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
         fifo = w->next;
         sp__spin_lock(&ctx_of(w)->lock);
         w->queued = false;
-        bool retired = w->retired, armed = w->waiter || w->fn;
+        bool retired = w->retired, armed = w->waiter || w->call;
         bool closing = w->closing;
         close_ack_t *ack = w->ack;
         sp__spin_unlock(&ctx_of(w)->lock);
@@ -455,7 +435,7 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
  * worker `owner` (`mine`: the calling thread's). On success *seq numbers
  * this arming. */
 static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
-               int fd, int dir, io_waiter_t *waiter, sp_io_fn fn, void *arg,
+               int fd, int dir, io_waiter_t *waiter, io_call_t *call,
                uint32_t *seq)
 {
     sp_io_watch_t *old = NULL;
@@ -463,7 +443,7 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
     int old_owner = 0;
     sp__spin_lock(&ctx->lock);
     sp_io_watch_t *w = ctx->watch[dir];
-    if (w && (w->waiter || w->fn)) {
+    if (w && (w->waiter || w->call)) {
         sp__spin_unlock(&ctx->lock);
         return -EEXIST;
     }
@@ -489,8 +469,7 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
         track(w);
     }
     w->waiter = waiter;
-    w->fn = fn;
-    w->arg = arg;
+    w->call = call;
     w->seq = *seq = ++ctx->wait_seq[dir];
     /* on_ready's prefetch hints; none for a callback. */
     uintptr_t fiber = waiter ? (uintptr_t)waiter->base.fiber : 0;
@@ -503,7 +482,7 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
     if (!mine && !w->queued) { /* the owner starts it */
         if (!inbox_push(w)) {
             w->waiter = NULL;
-            w->fn = NULL;
+            w->call = NULL;
             sp__spin_unlock(&ctx->lock);
             return -ESHUTDOWN; /* that worker has ended */
         }
@@ -610,7 +589,7 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
                 continue;
             uint32_t seq = 0;
             rc = ctxs[i] ? arm(io, owner, true, ctxs[i], wants[i].fd, dir,
-                               &waiter, NULL, NULL, &seq)
+                               &waiter, NULL, &seq)
                          : -EBADF;
             if (rc == 0)
                 armed[k++] = (armed_t){ctxs[i], dir, seq};
@@ -661,7 +640,7 @@ int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
         sp__waiter_init(&waiter.base);
     atomic_init(&waiter.unarmed, 0);
     armed_t armed = {ctx, event == SP_IO_WRITE, 0};
-    int rc = arm(io, self->index, true, ctx, fd, armed.dir, &waiter, NULL, NULL,
+    int rc = arm(io, self->index, true, ctx, fd, armed.dir, &waiter, NULL,
                  &armed.seq);
     return park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
 }
@@ -686,11 +665,18 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
     int owner = self ? self->index
                      : (int)(atomic_fetch_add(&io->s.rr, 1) %
                              (unsigned)io->s.nworkers);
+    /* Allocated here, where failing is an answer, not in the loop. */
+    io_call_t *call = malloc(sizeof *call);
     uint32_t seq;
-    rc = arm(io, owner, self != NULL, ctx, fd, event == SP_IO_WRITE, NULL, fn,
-             arg, &seq);
-    if (rc < 0)
+    if (call)
+        *call = (io_call_t){fn, arg, 0};
+    rc = call ? arm(io, owner, self != NULL, ctx, fd, event == SP_IO_WRITE, NULL,
+                    call, &seq)
+              : -ENOMEM;
+    if (rc < 0) {
+        free(call);
         sp__sched_release(&io->s);
+    }
     return rc;
 }
 

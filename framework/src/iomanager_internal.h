@@ -20,6 +20,8 @@ struct sp_io_watch;
  * are sized and its loop and pipe when its first thread starts; all of it
  * lives until the IOManager is destroyed, so a stale timer id or a late
  * tickle of a retired extra still lands on live memory. */
+enum { READY_BATCH = 64 };
+
 typedef struct iom_worker {
     struct ev_loop *loop; /* NULL until the slot's first thread */
     int pipe_rd, pipe_wr; /* -1 until then */
@@ -39,20 +41,14 @@ typedef struct iom_worker {
      * front. Owner thread only. */
     struct sp_fiber **due;
     unsigned ndue, capdue;
-    /* The watches libev is reporting ready, innermost loop first (a
-     * close's extra look runs the loop inside another). Owner thread. */
-    struct ready_batch *batch;
+    /* The watches libev is reporting ready: on_ready notes each and asks
+     * for its cold lines; they are handled together once libev has called
+     * back for all of them (or READY_BATCH of them). Only libev's
+     * callbacks run inside the loop, and none frees a watch, so a noted
+     * watch is still there when it is handled. Owner thread. */
+    struct sp_io_watch *batch[READY_BATCH];
+    unsigned nbatch;
 } iom_worker_t;
-
-/* The watches one ev_invoke_pending reports ready: on_ready notes each
- * and asks for its cold lines; they are handled together once libev has
- * called back for all of them (or READY_BATCH of them). */
-enum { READY_BATCH = 64 };
-typedef struct ready_batch {
-    struct sp_io_watch *w[READY_BATCH]; /* NULL: freed meanwhile */
-    unsigned n;
-    struct ready_batch *outer;
-} ready_batch_t;
 
 /* The loop's invoke step (ev_set_invoke_pending_cb): libev's callbacks,
  * then the batch they noted. */
