@@ -27,10 +27,6 @@ conns=${2:-50}
 [[ $mode == echo || $mode == http ]] || { echo "mode: echo or http" >&2; exit 2; }
 source "$root/bench/servers.sh"
 command -v callgrind_control >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
-if [[ ${AB_BIN:-} ]]; then
-  spec=${servers[-1]#spindle=}
-  servers+=("base=$AB_BIN${spec#"$bin"}")
-fi
 mkdir -p "$out"
 
 # load PORT: prints how many messages or requests were answered.

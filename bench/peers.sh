@@ -32,11 +32,6 @@ conns=${2:?number of connections}
 rounds=${3:-5}
 
 source "$root/bench/servers.sh"
-# A/B of two trees: AB_BIN=/other/build/bin adds that tree's server as "base".
-if [[ ${AB_BIN:-} ]]; then
-  spec=${servers[-1]#spindle=}
-  servers+=("base=$AB_BIN${spec#"$bin"}")
-fi
 
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 sleeps() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$1/status"; }

@@ -1,7 +1,8 @@
-# Sourced by peers.sh and syscalls.sh: the servers each mode compares, and
-# a readiness check. Expects $mode (echo, or an HTTP mode), $peers (the
+# Sourced by peers.sh, syscalls.sh and instructions.sh: the servers each
+# mode compares, and a readiness check. Expects $mode (echo, or an HTTP mode), $peers (the
 # shared bench folder) and $bin (our build/bin); sets `servers` to
-# "NAME=COMMAND" entries, %PORT% standing for the port.
+# "NAME=COMMAND" entries, %PORT% standing for the port (with AB_BIN set,
+# another tree's server too).
 
 case $mode in
 echo)
@@ -14,6 +15,12 @@ http | http-pipe | http-burst)
            "spindle=$bin/spindle-httpd --listen 127.0.0.1:%PORT% --workers 1") ;;
 *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
+# A/B of two trees: AB_BIN=/other/build/bin adds that tree's server as
+# "base", measured like the others.
+if [[ ${AB_BIN:-} ]]; then
+  spec=${servers[-1]#spindle=}
+  servers+=("base=$AB_BIN${spec#"$bin"}")
+fi
 [[ -x $peers/bin/echo_load ]] || { echo "build the peers: make -C $peers" >&2; exit 1; }
 ulimit -n 100000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 

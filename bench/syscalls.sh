@@ -6,7 +6,8 @@
 #   bench/syscalls.sh echo CONNS    libev_echo, st_echo, spindle-echo
 #   bench/syscalls.sh http CONNS    nginx, libev_http, spindle-httpd
 #
-# env: PEERS (../shared/bench), BUILD_DIR (build). Needs perf with
+# env: PEERS (../shared/bench), BUILD_DIR (build), AB_BIN (another tree's
+# build/bin: its server joins as "base"). Needs perf with
 # tracepoint access (root). Per server: the load's rate, then each call
 # seen, per message or request (the calls over the window divided by the
 # load's average rate times the window: an estimate, good to a few %).

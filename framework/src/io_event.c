@@ -658,25 +658,25 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
     sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
     if (!io || !fn || !ctx || (event != SP_IO_READ && event != SP_IO_WRITE))
         return -EINVAL;
-    int rc = sp__sched_hold(&io->s);
-    if (rc < 0)
-        return rc;
-    sp_worker_t *self = sp__sched_self(&io->s);
-    int owner = self ? self->index
-                     : (int)(atomic_fetch_add(&io->s.rr, 1) %
-                             (unsigned)io->s.nworkers);
     /* Allocated here, where failing is an answer, not in the loop. */
     io_call_t *call = malloc(sizeof *call);
-    uint32_t seq;
-    if (call)
-        *call = (io_call_t){fn, arg, 0};
-    rc = call ? arm(io, owner, self != NULL, ctx, fd, event == SP_IO_WRITE, NULL,
-                    call, &seq)
-              : -ENOMEM;
-    if (rc < 0) {
-        free(call);
-        sp__sched_release(&io->s);
+    if (!call)
+        return -ENOMEM;
+    *call = (io_call_t){fn, arg, 0};
+    int rc = sp__sched_hold(&io->s);
+    if (rc == 0) {
+        sp_worker_t *self = sp__sched_self(&io->s);
+        int owner = self ? self->index
+                         : (int)(atomic_fetch_add(&io->s.rr, 1) %
+                                 (unsigned)io->s.nworkers);
+        uint32_t seq;
+        rc = arm(io, owner, self != NULL, ctx, fd, event == SP_IO_WRITE, NULL,
+                 call, &seq);
+        if (rc < 0)
+            sp__sched_release(&io->s);
     }
+    if (rc < 0)
+        free(call);
     return rc;
 }
 
