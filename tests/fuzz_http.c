@@ -70,27 +70,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)sink;
     return 0;
 }
-
-#ifdef SP_FUZZ_REPLAY
-/* Without libFuzzer (every build): replay the seed files given as
- * arguments, so the target keeps compiling and the seeds keep passing,
- * under the sanitizers too. */
-#include <stdio.h>
-
-int main(int argc, char **argv)
-{
-    static uint8_t buf[1 << 20];
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        if (!f) {
-            fprintf(stderr, "fuzz_http_replay: cannot read %s\n", argv[i]);
-            return 1;
-        }
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, n);
-    }
-    printf("fuzz_http_replay: %d inputs ok\n", argc - 1);
-    return 0;
-}
-#endif

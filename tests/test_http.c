@@ -894,12 +894,17 @@ END_TEST
 
 /* ---- errors and limits ----------------------------------------------------- */
 
-/* Send bad bytes, expect `status` and a closed connection, then check the
- * server still serves a new one. */
-static void expect_refused(const char *req, size_t len, int status)
+/* Send bad bytes in writes of `piece` bytes, expect `status` and a closed
+ * connection, then check the server still serves a new one. (The answer
+ * may come before the last piece is sent: a write may fail then.) */
+static void expect_refused_in_pieces(const char *req, size_t len, size_t piece, int status)
 {
     client_t *c = client_open(&S.addr);
-    ck_assert_int_eq(sp_write_full(c->fd, req, len), (ssize_t)len);
+    for (size_t off = 0; off < len; off += piece) {
+        size_t n = len - off < piece ? len - off : piece;
+        if (sp_write_full(c->fd, req + off, n) != (ssize_t)n)
+            break;
+    }
     resp_t r;
     ck_assert_int_eq(get_response(c, &r, false), 0);
     ck_assert_msg(r.status == status, "%.40s: %d, not %d", req, r.status, status);
@@ -912,6 +917,11 @@ static void expect_refused(const char *req, size_t len, int status)
         c->len = 0;
     client_close(c);
     ck_assert_int_eq(status_of(GET("/hello")), 200);
+}
+
+static void expect_refused(const char *req, size_t len, int status)
+{
+    expect_refused_in_pieces(req, len, len, status);
 }
 
 static void refused(const char *req, int status)
@@ -940,9 +950,49 @@ START_TEST(malformed_requests_400)
     refused("GET /a\tb HTTP/1.1\r\nHost: t\r\n\r\n", 400); /* control bytes in the target */
     refused("GET /a\x7f HTTP/1.1\r\nHost: t\r\n\r\n", 400);
     refused("GET /a\x0c HTTP/1.1\r\nHost: t\r\n\r\n", 400);
-    /* Obsolete line folding, on any header. */
+    /* Obsolete line folding, on any header, also after an empty first
+     * line (a folded length would swallow the next request). */
     refused("GET /hello HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n", 400);
     refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\tx\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n 40\r\n\r\n"
+            "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\n chunked\r\n\r\n"
+            "0\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost:\r\n evil\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: t\r\nX-A:\r\n \r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\n Host: t\r\n\r\n", 400);
+    /* A bare LF ends no line. */
+    refused("GET /hello HTTP/1.1\nHost: t\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: t\n\r\n", 400);
+}
+END_TEST
+
+/* The same bytes get the same answer however TCP splits them: whole, in
+ * single bytes, and in writes cut at a chosen place. */
+START_TEST(verdict_independent_of_segmentation)
+{
+    static const struct {
+        const char *req;
+        size_t split; /* a third way: writes of this many bytes */
+        int status;
+    } cases[] = {
+        /* A bare LF before a Transfer-Encoding line, then a pipelined
+         * request the chunked body must not swallow or reveal. */
+        {"POST /echo HTTP/1.1\r\nHost: t\r\nX-A: 1\nTransfer-Encoding: chunked\r\n\r\n"
+         "0\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 40, 400},
+        {"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n 40\r\n\r\n"
+         "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 43, 400},
+        {"GE /hello HTTP/1.1\r\nHost: t\r\n\r\n", 2, 501}, /* a known method's prefix */
+        {"GETX /hello HTTP/1.1\r\nHost: t\r\n\r\n", 3, 501},
+        {"GET\x01 /hello HTTP/1.1\r\nHost: t\r\n\r\n", 3, 400},
+        {"GET /hello HTTP/2.0\r\nHost: t\r\n\r\n", 15, 505},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len = strlen(cases[i].req);
+        expect_refused_in_pieces(cases[i].req, len, len, cases[i].status);
+        expect_refused_in_pieces(cases[i].req, len, 1, cases[i].status);
+        expect_refused_in_pieces(cases[i].req, len, cases[i].split, cases[i].status);
+    }
 }
 END_TEST
 
@@ -1638,6 +1688,58 @@ START_TEST(stop_closes_idle_keepalive_at_once)
         assert_closed(c[i]);
         client_close(c[i]);
     }
+    server_free();
+}
+END_TEST
+
+static void *stop_thread(void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(sp_http_server_stop(S.http, 5000000), 0);
+    return NULL;
+}
+
+/* Whether the server's listener still takes connections. */
+static bool still_listening(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(sp_addr_port(&S.addr)),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool up = connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0;
+    close(fd);
+    return up;
+}
+
+/* A handler still running when the stop begins answers with
+ * "Connection: close", and the connection closes after it. */
+START_TEST(stop_during_handler_answers_connection_close)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, park_pipes[0]), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, park_pipes[1]), 0);
+    sp_http_router_add(S.router, SP_HTTP_EXACT, "/park", SP_HTTP_M_GET, h_park, NULL);
+    client_t *c = client_open(&S.addr);
+    send_str(c, "GET /park?n=1 HTTP/1.1\r\nHost: t\r\nX-Test: a\r\n\r\n");
+    char x;
+    ck_assert_int_eq(read(park_pipes[0][0], &x, 1), 1); /* the handler runs */
+    pthread_t stopper;
+    ck_assert_int_eq(pthread_create(&stopper, NULL, stop_thread, NULL), 0);
+    /* The listener is shut down after `stopping` is set. */
+    uint64_t t0 = sp_now_ns();
+    while (still_listening()) {
+        ck_assert_uint_lt(ms_since(t0), 5000);
+        usleep(1000);
+    }
+    ck_assert_int_eq(write(park_pipes[1][1], &x, 1), 1);
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 200);
+    char v[32];
+    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
+    resp_free(&r);
+    assert_closed(c);
+    client_close(c);
+    ck_assert_int_eq(pthread_join(stopper, NULL), 0);
     server_free();
 }
 END_TEST
@@ -2408,6 +2510,7 @@ int main(void)
              chunked_request_body, head_has_headers_without_body, expect_100_continue,
              streamed_response_chunked_and_http10, router_exact_prefix_glob,
              router_405_with_allow, router_default_handler, malformed_requests_400,
+             verdict_independent_of_segmentation,
              smuggling_framing_400, host_value_checked, head_errors_have_no_body,
              limits_414_431_413,
              handler_error_500_and_connection_survives, static_files_served,
@@ -2423,7 +2526,8 @@ int main(void)
     ADD_CASE(s, "limits", setup_two_conns, server_stop, over_max_conns_503);
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     /* This one stops the server itself. */
-    ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once);
+    ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once,
+             stop_during_handler_answers_connection_close);
     ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client,
              httpd_rejects_bad_numbers, server_name_without_control_bytes);
     ADD_CASE(s, "client", setup_default, server_stop, client_requests_and_pool, client_errors,

@@ -272,8 +272,7 @@ static void prepare_response(sp__http_conn_t *c)
      * headers still answers a HEAD without a body). */
     bool method_known = c->req.target_done || c->req.target_len;
     res->head_only = method_known && c->req.parser.method == HTTP_HEAD;
-    res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req) ||
-                 atomic_load(&c->srv->stopping);
+    res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req);
 }
 
 /* After finish(): the response is laid out into the output, so the
@@ -336,7 +335,7 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_ms, false};
     sp__http_req_init(&c->req, &srv->opts);
     c->req.peer = peer;
-    sp__http_res_init(&c->res, &c->out, srv->server_line);
+    sp__http_res_init(&c->res, &c->out, srv->server_line, &srv->stopping);
     c->deadline = sp__http_deadline_new(fd);
 }
 

@@ -36,16 +36,18 @@ struct sp_http_request {
     size_t target_len, header_bytes;
     size_t path, query; /* offsets in text */
     int last;           /* SP__LAST_*: which token the parser is in */
-    /* The bytes of the current feed, and whether the value being collected
-     * reached their end (so its next piece may start the next feed). */
-    const char *feed, *feed_end;
-    bool value_open;
+    /* The end of the current feed's bytes, and of the last header piece
+     * seen in them (NULL: none yet). */
+    const char *feed_end, *head_end;
     /* Line-ending checks http-parser skips when built without strict mode
-     * (Debian's): the next framing byte to check, a CR just seen, and how
-     * many bytes of a chunk's closing CRLF the next feed must start with. */
+     * (Debian's): the next framing byte to check, a CR or a line end just
+     * seen, and how many bytes of a chunk's closing CRLF the next feed must
+     * start with. */
     const char *scan;
-    bool cr_open;
+    bool cr_open, lf_open;
     unsigned char crlf_due;
+    /* An unknown method: its verdict waits for the byte after its token. */
+    bool method_pending;
     sp_buf_t body;
     int error;          /* status for the error that stopped the parser */
     bool begun;         /* the first byte of the request was parsed */
@@ -171,6 +173,9 @@ void sp__http_deadline_free(sp__http_deadline_t *d);
 struct sp_http_response {
     sp__http_out_t *out;
     const char *server_line; /* "Server: spindle\r\n" or "" */
+    /* The server's: an answer laid out after a stop began says
+     * "Connection: close" (the connection closes after it). */
+    const _Atomic bool *stopping;
     int status;
     int version;         /* of the request: 10 or 11 */
     bool head_only;      /* HEAD: headers, no body */
@@ -186,7 +191,7 @@ struct sp_http_response {
 };
 
 void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
-                       const char *server_line);
+                       const char *server_line, const _Atomic bool *stopping);
 void sp__http_res_reset(sp_http_response_t *res);
 void sp__http_res_free(sp_http_response_t *res);
 /* After the handler: put the whole response (or the end of a streamed one)

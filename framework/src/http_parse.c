@@ -49,13 +49,12 @@ static int on_message_begin(http_parser *p)
     return 0;
 }
 
-static int on_url(http_parser *p, const char *at, size_t n)
+/* The limits on the request line and the headers, shared by the callbacks
+ * that collect a request and those that only count (limit_before_error). */
+static int count_target_bytes(sp_http_request_t *r, size_t n)
 {
-    sp_http_request_t *r = req_of(p);
     r->target_len += n;
-    if (r->target_len > r->opts->max_request_line)
-        return fail(r, 414);
-    return text_add(r, at, n);
+    return r->target_len > r->opts->max_request_line ? fail(r, 414) : 0;
 }
 
 /* Header bytes count against max_header_size, trailers of a chunked body
@@ -66,24 +65,39 @@ static int count_header_bytes(sp_http_request_t *r, size_t n)
     return r->header_bytes > r->opts->max_header_size ? fail(r, 431) : 0;
 }
 
-static int new_header(sp_http_request_t *r)
+static int count_header(sp_http_request_t *r)
 {
     if (r->nheaders >= (size_t)r->opts->max_headers)
         return fail(r, 431);
-    /* The target or the previous value ends here. */
-    if (text_end(r) < 0)
-        return -1;
-    r->target_done = true;
-    if (sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0)
-        return fail(r, 500);
     r->nheaders++;
     r->header_bytes += 4; /* ": " and CRLF, as on the wire */
     return 0;
 }
 
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+    sp_http_request_t *r = req_of(p);
+    r->head_end = at + n;
+    if (count_target_bytes(r, n) < 0)
+        return -1;
+    return text_add(r, at, n);
+}
+
+static int new_header(sp_http_request_t *r)
+{
+    if (count_header(r) < 0)
+        return -1;
+    /* The target or the previous value ends here. */
+    if (text_end(r) < 0)
+        return -1;
+    r->target_done = true;
+    return sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0 ? fail(r, 500) : 0;
+}
+
 static int on_header_field(http_parser *p, const char *at, size_t n)
 {
     sp_http_request_t *r = req_of(p);
+    r->head_end = at + n;
     if (count_header_bytes(r, n) < 0)
         return -1;
     if (r->headers_done)
@@ -96,9 +110,11 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
     return text_add(r, at, n);
 }
 
+/* (Obsolete line folding in a request is refused by check_framing.) */
 static int on_header_value(http_parser *p, const char *at, size_t n)
 {
     sp_http_request_t *r = req_of(p);
+    r->head_end = at + n;
     if (count_header_bytes(r, n) < 0)
         return -1;
     if (r->headers_done)
@@ -108,15 +124,82 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
             return -1;
         sp__http_kv(r)[r->nheaders - 1].value = sp__buf_len(&r->text);
         r->last = SP__LAST_VALUE;
-    } else if (p->type == HTTP_REQUEST && !(r->value_open && at == r->feed)) {
-        /* A value goes on after its line ended: obsolete line folding.
-         * Refused (RFC 9112, 5.2), as nginx does: two parties could join
-         * the lines differently. (A value split between two reads ends at
-         * the end of one feed and goes on at the start of the next.) */
-        return fail(r, 400);
     }
-    r->value_open = at + n == r->feed_end;
     return text_add(r, at, n);
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Line ends in a request, and in a chunked body's framing: CRLF exactly,
+ * and no line that starts with a blank. A bare LF or CR is where two
+ * parties may end a line differently ("X-A: 1\nTransfer-Encoding: chunked"
+ * hides the coding from one that does not end the line there; "5;a\nhello"
+ * frames chunk data differently), and a blank at a line's start is
+ * obsolete folding, also after an empty first line ("Content-Length:\r\n
+ * 40"), which RFC 9112 5.2 lets a server refuse, as nginx does. RFC 9112
+ * 2.2 allows a bare LF; refusing it keeps the verdict the same however
+ * reads split the bytes (a rule that depends on what the headers said
+ * would not). memchr keeps this cheap: CRs and LFs are few. */
+static int check_lines_strict(sp_http_request_t *r, const char *from, const char *to)
+{
+    if (from == to)
+        return 0;
+    /* The previous range ended with a CR, or with a line end. */
+    if (r->cr_open != (*from == '\n') || (r->lf_open && is_blank(*from)))
+        return fail(r, 400);
+    for (const char *q = from; (q = memchr(q, '\r', (size_t)(to - q))); q++)
+        if (q + 1 < to && q[1] != '\n')
+            return fail(r, 400);
+    for (const char *q = from; (q = memchr(q, '\n', (size_t)(to - q))); q++) {
+        if ((q > from && q[-1] != '\r') || (q + 1 < to && is_blank(q[1])))
+            return fail(r, 400);
+    }
+    r->cr_open = to[-1] == '\r';
+    r->lf_open = to[-1] == '\n';
+    return 0;
+}
+
+/* Check the framing bytes [from, to) (all but body data). http-parser,
+ * built without strict checks (Debian's), takes any byte after a CR as its
+ * LF, so "Host: x\r\n\rZ" or "5\rZ" would frame a message differently from
+ * a server that checks (request smuggling). A response's header lines only
+ * need a CR to be followed by LF: old servers end lines with a bare LF. */
+static int check_framing(sp_http_request_t *r, const char *from, const char *to)
+{
+    if (r->parser.type == HTTP_REQUEST || (r->headers_done && (r->parser.flags & F_CHUNKED)))
+        return check_lines_strict(r, from, to);
+    while (from < to) {
+        if (r->cr_open) {
+            if (*from++ != '\n')
+                return fail(r, 400);
+            r->cr_open = false;
+            continue;
+        }
+        const char *cr = memchr(from, '\r', (size_t)(to - from));
+        if (!cr)
+            break;
+        r->cr_open = true;
+        from = cr + 1;
+    }
+    return 0;
+}
+
+/* A response's header lines (up to the end of its blank line) are checked
+ * by the lenient rule before its chunked framing is checked by the strict
+ * one, wherever reads split them: the lines up to the last header piece
+ * seen in this feed, then the run of line-end bytes that follows. */
+static int check_response_head(sp_http_request_t *r)
+{
+    const char *end = r->head_end ? r->head_end : r->scan;
+    while (end < r->feed_end && (*end == '\r' || *end == '\n'))
+        end++;
+    if (check_framing(r, r->scan, end) < 0)
+        return -1;
+    r->scan = end;
+    return 0;
 }
 
 /* A chunk that would take the body over the limit is refused at its size
@@ -238,6 +321,8 @@ static int on_headers_complete(http_parser *p)
     r->target_done = true;
     r->version = p->http_major == 1 && p->http_minor == 0 ? 10 : 11;
     if (p->type == HTTP_RESPONSE) {
+        if (check_response_head(r) < 0)
+            return -1;
         for (size_t i = 0; i < r->nheaders; i++)
             trim_value(sp__buf_data(&r->text) + sp__http_kv(r)[i].value);
         return response_headers_complete(r, p);
@@ -256,39 +341,6 @@ static int on_headers_complete(http_parser *p)
         return fail(r, 413);
     r->keep_alive = http_should_keep_alive(p);
     r->headers_done = true;
-    return 0;
-}
-
-/* Check the framing bytes [from, to) (all but body data): every CR must be
- * followed by LF. http-parser, built without strict checks, takes any byte
- * after a CR as its LF, so "Host: x\r\n\rZ" or "5\rZ" would frame a message
- * differently from a server that checks (request smuggling). */
-static int check_framing(sp_http_request_t *r, const char *from, const char *to)
-{
-    if (r->parser.flags & F_CHUNKED) {
-        /* Chunked framing: every line ends with CRLF. http-parser reads a
-         * bare LF in a chunk extension as extension text, where a proxy
-         * ends the line ("5;a\nhello" frames the data differently). */
-        for (; from < to; from++) {
-            if ((r->cr_open && *from != '\n') || (!r->cr_open && *from == '\n'))
-                return fail(r, 400);
-            r->cr_open = *from == '\r';
-        }
-        return 0;
-    }
-    while (from < to) {
-        if (r->cr_open) {
-            if (*from++ != '\n')
-                return fail(r, 400);
-            r->cr_open = false;
-            continue;
-        }
-        const char *cr = memchr(from, '\r', (size_t)(to - from));
-        if (!cr)
-            break;
-        r->cr_open = true;
-        from = cr + 1;
-    }
     return 0;
 }
 
@@ -327,6 +379,64 @@ static int on_message_complete(http_parser *p)
     return 0;
 }
 
+/* Callbacks that only count what the collecting ones would, for
+ * limit_before_error. */
+static int count_url(http_parser *p, const char *at, size_t n)
+{
+    (void)at;
+    return count_target_bytes(req_of(p), n);
+}
+
+static int count_field(http_parser *p, const char *at, size_t n)
+{
+    (void)at;
+    sp_http_request_t *r = req_of(p);
+    if (count_header_bytes(r, n) < 0)
+        return -1;
+    if (r->headers_done || r->last == SP__LAST_FIELD)
+        return 0;
+    r->last = SP__LAST_FIELD;
+    return count_header(r);
+}
+
+static int count_value(http_parser *p, const char *at, size_t n)
+{
+    (void)at;
+    sp_http_request_t *r = req_of(p);
+    if (!r->headers_done)
+        r->last = SP__LAST_VALUE;
+    return count_header_bytes(r, n);
+}
+
+static http_parser_settings counting;
+
+/* What the parser and the limits stood at before a feed. */
+typedef struct {
+    http_parser parser;
+    size_t target_len, header_bytes, nheaders;
+    int last;
+} before_feed_t;
+
+/* http-parser hands a token to its callback when the token ends or the
+ * bytes do, so a byte it refuses inside a token hides the token's piece
+ * before it: had a read ended just before that byte, the piece would have
+ * been counted and could have crossed a limit (414, 431) first. Replaying
+ * the bytes up to the refused one from the state before the feed, only
+ * counting, gives the status such a read would have: the same answer
+ * however reads split the bytes. 0 if no limit is crossed. */
+static int limit_before_error(sp_http_request_t *r, const before_feed_t *b,
+                              const char *p, size_t used)
+{
+    http_parser replay = b->parser;
+    r->target_len = b->target_len;
+    r->header_bytes = b->header_bytes;
+    r->nheaders = b->nheaders;
+    r->last = b->last;
+    r->error = 0;
+    http_parser_execute(&replay, &counting, p, used);
+    return r->error;
+}
+
 static void settings_init(void)
 {
     http_parser_settings_init(&settings);
@@ -338,6 +448,10 @@ static void settings_init(void)
     settings.on_body = on_body;
     settings.on_chunk_header = on_chunk_header;
     settings.on_message_complete = on_message_complete;
+    http_parser_settings_init(&counting);
+    counting.on_url = count_url;
+    counting.on_header_field = count_field;
+    counting.on_header_value = count_value;
 }
 
 void sp__http_msg_init(sp_http_request_t *r, const sp_http_server_opts_t *opts,
@@ -371,8 +485,9 @@ void sp__http_req_reset(sp_http_request_t *r)
     r->begun = r->target_done = r->headers_done = r->complete = false;
     r->expect_continue = r->keep_alive = r->upgrade = false;
     r->status = 0;
-    r->cr_open = false;
+    r->cr_open = r->lf_open = false;
     r->crlf_due = 0;
+    r->method_pending = false;
 }
 
 void sp__http_req_free(sp_http_request_t *r)
@@ -382,44 +497,77 @@ void sp__http_req_free(sp_http_request_t *r)
     sp_buf_free(&r->body);
 }
 
-/* The status for a parser error that our callbacks did not choose. */
-/* The status for a parser error that our callbacks did not choose, which
- * stopped it `at` in the fed bytes [p, end). A method http-parser does not
- * know, but well formed (a token, then a space), is 501 (RFC 9110, 9.1);
- * bytes that are no request line at all (a TLS hello) are 400. */
-static int status_of(enum http_errno e, const char *p, const char *at, const char *end)
+/* Where the parser stopped, as a read's end would be: a callback that
+ * refused a piece of a token refused it at the piece's end (http-parser
+ * stops past the byte after it). */
+static const char *stop_point(const sp_http_request_t *r, enum http_errno e, const char *end)
 {
-    if (e == HPE_HEADER_OVERFLOW)
-        return 431;
-    if (e != HPE_INVALID_METHOD)
-        return 400;
-    const char *start = at;
-    while (start > p && sp__http_token_span(start - 1, 1))
-        start--;
-    size_t n = sp__http_token_span(start, (size_t)(end - start));
-    return n && start + n < end && start[n] == ' ' ? 501 : 400;
+    switch (e) {
+    case HPE_CB_url:
+    case HPE_CB_header_field:
+    case HPE_CB_header_value:
+        return r->head_end;
+    case HPE_CB_body:
+        return r->scan;
+    default:
+        return end;
+    }
+}
+
+/* A method http-parser does not know, from the byte it stopped at: well
+ * formed (a token, then a space) it is 501 (RFC 9110, 9.1); bytes that are
+ * no request line at all (a TLS hello) are 400. The bytes before are the
+ * token's (http-parser stops at the first that matches no method it knows,
+ * and r->begun says it had taken some), so the verdict waits for the byte
+ * after the token, in this feed or a later one, and is the same however
+ * reads split the line. Nothing is used until then. */
+enum { METHOD_TAIL_MAX = 64 };
+static size_t method_verdict(sp_http_request_t *r, const char *at, size_t n,
+                             sp__http_state_t *state)
+{
+    size_t span = sp__http_token_span(at, n < METHOD_TAIL_MAX ? n : METHOD_TAIL_MAX);
+    if (span == n && n < METHOD_TAIL_MAX) {
+        r->method_pending = true;
+        *state = SP__HTTP_MORE;
+        return 0;
+    }
+    bool token = span < METHOD_TAIL_MAX && at[span] == ' ' && (span || r->begun);
+    r->error = token ? 501 : 400;
+    *state = SP__HTTP_FAILED;
+    return 0;
 }
 
 size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
                          sp__http_state_t *state)
 {
-    r->feed = r->scan = p;
+    if (r->method_pending)
+        return method_verdict(r, p, n, state);
+    r->scan = p;
     r->feed_end = p ? p + n : p; /* NULL, 0: the end of the stream */
+    r->head_end = NULL;
     if (check_crlf_due(r, p, p + n) < 0) {
         *state = SP__HTTP_FAILED;
         return 0;
     }
+    before_feed_t before = {r->parser, r->target_len, r->header_bytes, r->nheaders, r->last};
     size_t used = http_parser_execute(&r->parser, &settings, p, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
     if (e == HPE_PAUSED) {
         http_parser_pause(&r->parser, 0);
         e = HPE_OK;
     }
-    /* The framing bytes after the last body data (fail() sets r->error). */
-    bool bad_framing = e == HPE_OK && p && check_framing(r, r->scan, p + used) < 0;
-    if (e != HPE_OK || bad_framing) {
-        if (!r->error)
-            r->error = status_of(e, p, p + used, p + n);
+    /* The framing bytes after the last body data, up to where the parser
+     * stopped: an error among them comes before whatever stopped it, as it
+     * would if a read had ended just after it (fail() sets r->error). */
+    if (p && check_framing(r, r->scan, stop_point(r, e, p + used)) < 0) {
+        *state = SP__HTTP_FAILED;
+        return used;
+    }
+    if (e == HPE_INVALID_METHOD && p)
+        return used + method_verdict(r, p + used, n - used, state);
+    if (e != HPE_OK) {
+        if (!r->error && !limit_before_error(r, &before, p, used))
+            r->error = e == HPE_HEADER_OVERFLOW ? 431 : 400;
         *state = SP__HTTP_FAILED;
     } else if (r->complete) {
         /* After an upgrade request the rest is another protocol we do not

@@ -21,11 +21,12 @@ enum { COPY_MAX = 16 * 1024, FLUSH_AT = 64 * 1024 };
 typedef enum { BY_LENGTH, BY_CHUNKS, BY_CLOSE, NO_BODY } framing_t;
 
 void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
-                       const char *server_line)
+                       const char *server_line, const _Atomic bool *stopping)
 {
     memset(res, 0, sizeof *res);
     res->out = out;
     res->server_line = server_line;
+    res->stopping = stopping;
     sp_buf_init(&res->head);
     sp_buf_init(&res->body);
     sp__http_res_reset(res);
@@ -319,7 +320,7 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     } else if (how == BY_CHUNKS) {
         p = PUT_LIT(p, "Transfer-Encoding: chunked\r\n");
     }
-    if (how == BY_CLOSE)
+    if (how == BY_CLOSE || atomic_load(res->stopping))
         res->close = true;
     if (res->close)
         p = PUT_LIT(p, "Connection: close\r\n");
