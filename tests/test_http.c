@@ -1242,6 +1242,185 @@ START_TEST(stalled_body_gets_408)
 }
 END_TEST
 
+/* ---- request bodies: the whole body's deadline, the server-wide cap, streaming */
+
+enum { BODY_MAX = 64 * 1024, BODIES_CAP = 100 * 1024 };
+
+/* The body, read with sp_http_body_read in small pieces: its length and a
+ * checksum, and the most body bytes the server held meanwhile. */
+static int h_stream_sum(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)arg;
+    char buf[1000];
+    uint64_t n = 0, sum = 0, held = 0;
+    ssize_t got;
+    while ((got = sp_http_body_read(req, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < got; i++)
+            sum = sum * 31 + (unsigned char)buf[i];
+        n += (uint64_t)got;
+        sp_http_server_stats_t st;
+        sp_http_server_stats(S.http, &st);
+        held = st.body_bytes > held ? st.body_bytes : held;
+    }
+    if (got < 0)
+        return (int)got;
+    char text[96];
+    int len = snprintf(text, sizeof text, "n=%llu sum=%llu held=%llu", (unsigned long long)n,
+                       (unsigned long long)sum, (unsigned long long)held);
+    return sp_http_response_set_body(res, text, (size_t)len);
+}
+
+/* Reads nothing of the body. */
+static int h_ignore_body(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req, (void)arg;
+    return sp_http_response_set_body(res, "ignored", 7);
+}
+
+static void setup_body_limits(void)
+{
+    sp_http_server_opts_t o = {.body_timeout_ms = 10000, .body_deadline_ms = 300,
+                               .max_body = BODY_MAX, .max_buffered_bodies = BODIES_CAP};
+    server_start(&o);
+}
+
+static void setup_streaming(void)
+{
+    sp_http_server_opts_t o = {.stream_bodies = true, .max_body = 64u << 20,
+                               .body_deadline_ms = 10000};
+    server_start(&o);
+    sp_http_router_add(S.router, SP_HTTP_EXACT, "/sum", SP_HTTP_M_POST, h_stream_sum, NULL);
+    sp_http_router_add(S.router, SP_HTTP_EXACT, "/ignore", SP_HTTP_M_POST, h_ignore_body,
+                       NULL);
+}
+
+/* A body trickled a byte at a time, each in time for body_timeout, still
+ * ends at body_deadline with 408. */
+START_TEST(trickled_body_gets_408_at_its_deadline)
+{
+    client_t *c = client_open(&S.addr);
+    send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
+    uint64_t t0 = sp_now_ns();
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    int sent = 0;
+    /* A byte every 20 ms would take 20 s: the answer must come first. */
+    while (poll(&pfd, 1, 20) == 0 && sent < 1000) {
+        ck_assert_int_eq(write(c->fd, "x", 1), 1);
+        sent++;
+    }
+    ck_assert_int_lt(sent, 1000);
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 408);
+    ck_assert_uint_ge(ms_since(t0), 290);
+    resp_free(&r);
+    client_close(c);
+}
+END_TEST
+
+/* Bodies held by all connections together stay under max_buffered_bodies:
+ * a second body that would go over gets 503, and once the first is gone
+ * the same request is served. */
+START_TEST(bodies_over_the_server_cap_get_503)
+{
+    enum { PART = 60 * 1024 };
+    char *body = repeat('b', PART);
+    client_t *a = client_open(&S.addr);
+    char head[160];
+    snprintf(head, sizeof head, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n",
+             PART + 1);
+    send_str(a, head);
+    ck_assert_int_eq(sp_write_full(a->fd, body, PART), PART); /* one byte short */
+    sp_http_server_stats_t st;
+    uint64_t t0 = sp_now_ns();
+    for (sp_http_server_stats(S.http, &st); st.body_bytes < PART; sp_http_server_stats(S.http, &st)) {
+        ck_assert_uint_lt(ms_since(t0), 5000);
+        usleep(1000);
+    }
+    char *req = malloc(PART + 200);
+    int n = snprintf(req, PART + 200, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%s",
+                     PART, body);
+    expect_refused(req, (size_t)n, 503);
+    client_close(a); /* its body is let go */
+    t0 = sp_now_ns();
+    for (sp_http_server_stats(S.http, &st); st.body_bytes; sp_http_server_stats(S.http, &st)) {
+        ck_assert_uint_lt(ms_since(t0), 5000);
+        usleep(1000);
+    }
+    client_t *b = client_open(&S.addr);
+    resp_t r;
+    roundtrip(b, req, &r);
+    ck_assert_int_eq(r.status, 200);
+    resp_free(&r);
+    client_close(b);
+    free(req);
+    free(body);
+}
+END_TEST
+
+/* With stream_bodies a handler reads an 8 MiB body (and a chunked one) in
+ * pieces while the server holds only a few reads' worth; "100 Continue"
+ * is sent when the handler first waits for the body. */
+START_TEST(streamed_body_read_in_pieces)
+{
+    enum { BIG = 8 << 20 };
+    char *body = malloc(BIG);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < BIG; i++) {
+        body[i] = (char)('a' + i % 23);
+        sum = sum * 31 + (unsigned char)body[i];
+    }
+    client_t *c = client_open(&S.addr);
+    char head[160], want[96];
+    snprintf(head, sizeof head, "POST /sum HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+             "Content-Length: %d\r\n\r\n", BIG);
+    send_str(c, head);
+    char line[64];
+    ck_assert_int_eq(take_line(c, line, sizeof line), 0);
+    ck_assert_str_eq(line, "HTTP/1.1 100 Continue");
+    ck_assert_int_eq(take_line(c, line, sizeof line), 0);
+    ck_assert_str_eq(line, "");
+    ck_assert_int_eq(sp_write_full(c->fd, body, BIG), BIG);
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 200);
+    unsigned long long held;
+    const char *h = strstr(body_str(&r), "held=");
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(sscanf(h, "held=%llu", &held), 1);
+    snprintf(want, sizeof want, "n=%d sum=%llu held=%llu", BIG, (unsigned long long)sum, held);
+    ck_assert_str_eq(r.body, want);
+    ck_assert_uint_lt(held, 256 * 1024);
+    resp_free(&r);
+    /* Chunked, on the same connection. */
+    roundtrip(c, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "n=5 sum=92599395 "));
+    resp_free(&r);
+    client_close(c);
+    free(body);
+}
+END_TEST
+
+/* A streamed body the handler leaves unread closes the connection after
+ * the answer; one that fails gets the server's status. */
+START_TEST(streamed_body_unread_or_failing)
+{
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    roundtrip(c, "POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel", &r);
+    ck_assert_int_eq(r.status, 200);
+    char v[32];
+    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
+    resp_free(&r);
+    assert_closed(c);
+    client_close(c);
+    refused("POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "3\r\nabc\r\nZZ\r\n", 400);
+}
+END_TEST
+
 START_TEST(idle_keepalive_closed_silently)
 {
     client_t *c = client_open(&S.addr);
@@ -2526,6 +2705,10 @@ int main(void)
     ADD_CASE(s, "limits", setup_two_conns, server_stop, over_max_conns_503);
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     /* This one stops the server itself. */
+    ADD_CASE(s, "bodies", setup_body_limits, server_stop, trickled_body_gets_408_at_its_deadline,
+             bodies_over_the_server_cap_get_503);
+    ADD_CASE(s, "streaming", setup_streaming, server_stop, streamed_body_read_in_pieces,
+             streamed_body_unread_or_failing);
     ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once,
              stop_during_handler_answers_connection_close);
     ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client,

@@ -15,11 +15,16 @@
  *             for the whole phase, so trickled bytes do not extend it; 408
  *             (the clock is read when the connection first has to wait, so
  *             pipelined requests already in the buffer never read it);
- *   body      each wait for more body bytes: body_timeout; 408.
+ *   body      each wait for more body bytes: body_timeout, and the whole
+ *             body from the end of the headers: body_deadline; 408.
+ * With stream_bodies the handler runs once the headers are complete and
+ * pulls the body itself (sp_http_body_read) with the same deadlines; a
+ * body it leaves unread closes the connection after the answer.
  * Reads use MSG_DONTWAIT (the socket is non-blocking underneath) and
  * sp__http_read's short-read rule.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,7 @@ struct sp__http_conn {
     bool continued;    /* "100 Continue" sent for this request */
     sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
+    uint64_t body_deadline; /* the whole body's (0: not set yet, or none) */
     sp_buf_t in;
     sp__http_out_t out;
     sp_http_request_t req;
@@ -157,10 +163,23 @@ static int maybe_continue(sp__http_conn_t *c)
     return sp__buf_append(&c->out.buf, msg, sizeof msg - 1);
 }
 
-/* Read until one request is complete. 0, CLOSE, or an error status. */
-static int read_request(sp__http_conn_t *c, bool first)
+/* The deadline of the next wait for body bytes: body_timeout from now, or
+ * the whole body's deadline if that comes first. */
+static uint64_t body_wait_deadline(sp__http_conn_t *c)
 {
     const sp_http_server_opts_t *o = &c->srv->opts;
+    if (!c->body_deadline)
+        c->body_deadline = sp__http_deadline(o->body_deadline_ms);
+    uint64_t wait = sp__http_deadline(o->body_timeout_ms);
+    if (!wait || (c->body_deadline && c->body_deadline < wait))
+        return c->body_deadline;
+    return wait;
+}
+
+/* Read until one request is complete (with stream_bodies: its headers).
+ * 0, CLOSE, or an error status. */
+static int read_request(sp__http_conn_t *c, bool first)
+{
     bool begun = false;
     uint64_t header_deadline = 0; /* set at the first wait */
     for (;;) {
@@ -173,6 +192,8 @@ static int read_request(sp__http_conn_t *c, bool first)
                 return rc;
         }
         bool body = c->req.headers_done;
+        if (body && c->req.streaming)
+            return 0;
         if ((body && maybe_continue(c) < 0) || sp__http_out_flush(&c->out, NULL, 0) < 0)
             return CLOSE;
         /* Before this fiber waits: */
@@ -183,7 +204,7 @@ static int read_request(sp__http_conn_t *c, bool first)
         ssize_t n = !begun ? read_idle(c, sp__http_deadline(
                                               first ? header_ms
                                                     : atomic_load(&c->srv->keepalive_timeout_ms)))
-                    : body ? conn_read(c, BODY_READ, sp__http_deadline(o->body_timeout_ms))
+                    : body ? conn_read(c, BODY_READ, body_wait_deadline(c))
                            : conn_read(c, HEADER_READ, header_deadline);
         if (n > 0)
             continue;
@@ -206,6 +227,64 @@ static void linger(sp__http_conn_t *c)
     }
     sp_buf_clear(&c->in);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
+}
+
+/* ---- streamed bodies --------------------------------------------------------- */
+
+/* A server's request is its connection's. */
+static sp__http_conn_t *conn_of(sp_http_request_t *req)
+{
+    return (sp__http_conn_t *)(void *)((char *)req - offsetof(sp__http_conn_t, req));
+}
+
+/* Parse what is buffered of a streamed body, or read more (after a
+ * "100 Continue" if the client waits for one and nothing was answered
+ * yet). 0, or the status that ends the body. */
+static int pull_body(sp__http_conn_t *c)
+{
+    if (sp__buf_len(&c->in)) {
+        int rc = parse_buffered(c);
+        return rc == 1 ? 0 : rc;
+    }
+    c->continued |= c->res.started;
+    if (maybe_continue(c) < 0 || sp__http_out_flush(&c->out, NULL, 0) < 0)
+        return 400;
+    ssize_t n = conn_read(c, BODY_READ, body_wait_deadline(c));
+    return n > 0 ? 0 : n == -ETIMEDOUT ? 408 : 400;
+}
+
+static ssize_t errno_of(int status)
+{
+    switch (status) {
+    case 408: return -ETIMEDOUT;
+    case 413: return -EMSGSIZE;
+    case 503: return -EBUSY;
+    default: return -EPROTO;
+    }
+}
+
+ssize_t sp_http_body_read(sp_http_request_t *req, void *buf, size_t cap)
+{
+    for (;;) {
+        size_t held = sp__buf_len(&req->body), have = held - req->body_off;
+        if (have) {
+            size_t n = have < cap ? have : cap;
+            memcpy(buf, (const char *)sp__buf_data(&req->body) + req->body_off, n);
+            req->body_off += n;
+            if (req->streaming && req->body_off == held) {
+                /* Read: a streamed body holds only what is not. */
+                sp_buf_clear(&req->body);
+                sp__http_body_release(req);
+                req->body_off = 0;
+            }
+            return (ssize_t)n;
+        }
+        if (req->complete || !req->streaming)
+            return 0;
+        if (req->error)
+            return errno_of(req->error);
+        req->error = pull_body(conn_of(req));
+    }
 }
 
 /* ---- answering ---------------------------------------------------------------- */
@@ -280,6 +359,7 @@ static void prepare_response(sp__http_conn_t *c)
  * (before any wait that may follow). */
 static void forget_request(sp__http_conn_t *c)
 {
+    c->body_deadline = 0;
     sp__http_req_reset(&c->req);
     sp__http_res_reset(&c->res);
     lend_work(c, false);
@@ -292,6 +372,15 @@ static bool handle(sp__http_conn_t *c)
     prepare_response(c);
     sp__http_scratch_borrow(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
     int rc = srv->handler(&c->req, &c->res, srv->arg);
+    if (c->req.streaming && !c->req.complete) {
+        /* The body was not read to its end, or reading it failed: its
+         * bytes can no longer be told from a next request's. */
+        c->res.close = true;
+        if (c->req.error && !c->res.started) {
+            atomic_fetch_add(c->req.error == 503 ? &srv->n_busy : &srv->n_bad, 1);
+            rc = sp_http_response_error(&c->res, c->req.error, NULL, NULL);
+        }
+    }
     if (rc != 0) {
         atomic_fetch_add(&srv->n_handler_errors, 1);
         /* Streamed already (or the client went away meanwhile): only closing
@@ -335,6 +424,8 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_ms, false};
     sp__http_req_init(&c->req, &srv->opts);
     c->req.peer = peer;
+    c->req.body_pool = &srv->body_bytes;
+    c->req.streaming = srv->opts.stream_bodies;
     sp__http_res_init(&c->res, &c->out, srv->server_line, &srv->stopping);
     c->deadline = sp__http_deadline_new(fd);
 }

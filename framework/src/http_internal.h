@@ -48,7 +48,16 @@ struct sp_http_request {
     unsigned char crlf_due;
     /* An unknown method: its verdict waits for the byte after its token. */
     bool method_pending;
-    sp_buf_t body;
+    sp_buf_t body;      /* decoded body bytes held (a streamed body: the
+                           part not yet read by the handler) */
+    size_t body_total;  /* decoded body bytes parsed, against max_body */
+    size_t body_off;    /* bytes of `body` sp_http_body_read has returned */
+    /* Body bytes held in memory are charged to the server's pool of
+     * max_buffered_bodies (NULL: no pool, as for the client's answers). */
+    _Atomic size_t *body_pool;
+    size_t body_charged;
+    bool streaming;     /* the handler runs after the headers and reads
+                           the body itself (http_conn.c) */
     int error;          /* status for the error that stopped the parser */
     bool begun;         /* the first byte of the request was parsed */
     bool target_done;   /* the method and target are known (NUL-terminated) */
@@ -76,6 +85,9 @@ void sp__http_req_free(sp_http_request_t *r);
  * next request's), needs more bytes, or failed with r->error. */
 size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
                          sp__http_state_t *state);
+/* Give the memory charge of the body bytes held back to the pool (after
+ * they were cleared, or with the request). */
+void sp__http_body_release(sp_http_request_t *r);
 /* Decode target, path and query parameters after the headers; 0 or 400. */
 int sp__http_req_decode_target(sp_http_request_t *r);
 const char *sp__http_req_str(const sp_http_request_t *r, size_t off);
@@ -223,6 +235,7 @@ struct sp_http_server {
     sp_logger_t *access; /* NULL unless opts.access_log */
     _Atomic bool stopping;
     _Atomic int conns;
+    _Atomic size_t body_bytes; /* request bodies held, all connections */
     pthread_mutex_t lock; /* the list of connections */
     sp__http_conn_t *list;
     _Atomic uint64_t n_conns, n_requests, n_bad, n_handler_errors, n_busy;

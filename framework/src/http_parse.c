@@ -207,8 +207,7 @@ static int check_response_head(sp_http_request_t *r)
 static int on_chunk_header(http_parser *p)
 {
     sp_http_request_t *r = req_of(p);
-    uint64_t have = sp__buf_len(&r->body);
-    return p->content_length > r->opts->max_body - have ? fail(r, 413) : 0;
+    return p->content_length > r->opts->max_body - r->body_total ? fail(r, 413) : 0;
 }
 
 static sp_http_method_t method_of(unsigned m)
@@ -353,6 +352,28 @@ static int check_crlf_due(sp_http_request_t *r, const char *p, const char *end)
     return 0;
 }
 
+/* Body bytes held by all connections together stay under
+ * max_buffered_bodies: beyond it the server is busy (503), whatever one
+ * request's own limit allows. */
+static int charge_body(sp_http_request_t *r, size_t n)
+{
+    if (!r->body_pool)
+        return 0;
+    if (atomic_fetch_add(r->body_pool, n) + n > r->opts->max_buffered_bodies) {
+        atomic_fetch_sub(r->body_pool, n);
+        return fail(r, 503);
+    }
+    r->body_charged += n;
+    return 0;
+}
+
+void sp__http_body_release(sp_http_request_t *r)
+{
+    if (r->body_charged)
+        atomic_fetch_sub(r->body_pool, r->body_charged);
+    r->body_charged = 0;
+}
+
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     sp_http_request_t *r = req_of(p);
@@ -366,8 +387,11 @@ static int on_body(http_parser *p, const char *at, size_t n)
         if (check_crlf_due(r, at + n, r->feed_end) < 0)
             return -1;
     }
-    if (sp__buf_len(&r->body) + n > r->opts->max_body)
+    r->body_total += n;
+    if (r->body_total > r->opts->max_body)
         return fail(r, 413);
+    if (charge_body(r, n) < 0)
+        return -1;
     return sp__buf_append(&r->body, at, n) < 0 ? fail(r, 500) : 0;
 }
 
@@ -477,6 +501,8 @@ void sp__http_req_reset(sp_http_request_t *r)
     sp_buf_clear(&r->text);
     sp_buf_clear(&r->kvs);
     sp_buf_clear(&r->body);
+    sp__http_body_release(r);
+    r->body_total = r->body_off = 0;
     r->nheaders = r->nparams = 0;
     r->target_len = r->header_bytes = 0;
     r->path = r->query = 0;
@@ -495,6 +521,7 @@ void sp__http_req_free(sp_http_request_t *r)
     sp_buf_free(&r->text);
     sp_buf_free(&r->kvs);
     sp_buf_free(&r->body);
+    sp__http_body_release(r);
 }
 
 /* Where the parser stopped, as a read's end would be: a callback that

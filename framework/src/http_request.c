@@ -298,8 +298,9 @@ int sp_http_request_header_at(const sp_http_request_t *req, size_t i,
 
 const void *sp_http_request_body(const sp_http_request_t *req, size_t *len)
 {
-    *len = sp__buf_len(&req->body);
-    return *len ? sp__buf_data(&req->body) : "";
+    size_t off = req->streaming ? req->body_off : 0;
+    *len = sp__buf_len(&req->body) - off;
+    return *len ? (const char *)sp__buf_data(&req->body) + off : "";
 }
 
 int sp_http_request_version(const sp_http_request_t *req)

@@ -30,6 +30,8 @@ static void fill_defaults(sp_http_server_opts_t *o)
     fill_ms(&o->keepalive_timeout_ms, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS);
     fill_ms(&o->body_timeout_ms, SP_HTTP_DEFAULT_BODY_TIMEOUT_MS);
     fill_ms(&o->send_timeout_ms, SP_HTTP_DEFAULT_SEND_TIMEOUT_MS);
+    fill_ms(&o->body_deadline_ms, SP_HTTP_DEFAULT_BODY_DEADLINE_MS);
+    fill_size(&o->max_buffered_bodies, SP_HTTP_DEFAULT_BUFFERED_BODIES * o->max_body);
     /* Answers are written whole; Nagle would only delay the last piece of
      * a streamed one. */
     o->tcp.nodelay = true;
@@ -124,6 +126,7 @@ void sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *o
     out->bad_requests = atomic_load(&srv->n_bad);
     out->handler_errors = atomic_load(&srv->n_handler_errors);
     out->busy = atomic_load(&srv->n_busy);
+    out->body_bytes = atomic_load(&srv->body_bytes);
 }
 
 void sp_http_server_destroy(sp_http_server_t *srv)

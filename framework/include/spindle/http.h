@@ -116,8 +116,20 @@ const char *sp_http_request_header(const sp_http_request_t *req, const char *nam
 size_t sp_http_request_nheaders(const sp_http_request_t *req);
 int sp_http_request_header_at(const sp_http_request_t *req, size_t i,
                               const char **name, const char **value);
-/* The body (chunked bodies already decoded); *len may be 0. Never NULL. */
+/* The body (chunked bodies already decoded); *len may be 0. Never NULL.
+ * With stream_bodies: only the bytes read with the headers and not yet
+ * returned by sp_http_body_read (use that). */
 const void *sp_http_request_body(const sp_http_request_t *req, size_t *len);
+/* Read up to cap more bytes of the body (decoded) into buf, waiting for
+ * them with the server's body timeouts; "100 Continue" is sent at the
+ * first wait. Works on a buffered body too. Returns the bytes read, 0 at
+ * the end of the body, or -errno: -ETIMEDOUT (stalled or over
+ * body_deadline), -EMSGSIZE (over max_body), -EBUSY (over
+ * max_buffered_bodies), -EPROTO (malformed body or the client went away).
+ * After an error, or a body not read to its end, the connection closes
+ * after the answer; a handler that returns after an error without having
+ * sent anything gets the server's answer (408, 413, 503 or 400). */
+ssize_t sp_http_body_read(sp_http_request_t *req, void *buf, size_t cap);
 /* 10 for HTTP/1.0, 11 for HTTP/1.1. */
 int sp_http_request_version(const sp_http_request_t *req);
 /* Whether the connection stays open after this request. */
@@ -243,6 +255,16 @@ typedef struct sp_http_server_opts {
                                      over: 408, close */
     int64_t send_timeout_ms;      /* wait for the client to take response
                                      bytes; 60 s; over: close */
+    int64_t body_deadline_ms;     /* the whole body, from the end of the
+                                     headers; 120 s; over: 408, close (a
+                                     body trickled a byte at a time cannot
+                                     hold a connection longer) */
+    size_t max_buffered_bodies; /* request body bytes held in memory by all
+                                   connections together; 64 x max_body;
+                                   over: 503, close */
+    bool stream_bodies;      /* run handlers when the headers are complete:
+                                they read the body with sp_http_body_read,
+                                so it is never held whole in memory */
     int max_conns;           /* open connections; 0 = unlimited; over: 503 */
     const char *server_name; /* Server header; NULL = "spindle", "" = none;
                                 control bytes (but tab): EINVAL */
@@ -262,6 +284,8 @@ typedef struct sp_http_server_opts {
 #define SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS 60000
 #define SP_HTTP_DEFAULT_BODY_TIMEOUT_MS 60000
 #define SP_HTTP_DEFAULT_SEND_TIMEOUT_MS 60000
+#define SP_HTTP_DEFAULT_BODY_DEADLINE_MS 120000
+#define SP_HTTP_DEFAULT_BUFFERED_BODIES 64 /* times max_body */
 
 typedef struct sp_http_server sp_http_server_t;
 
@@ -270,7 +294,8 @@ typedef struct sp_http_server_stats {
     uint64_t requests;    /* responses sent (any status) */
     uint64_t bad_requests; /* refused and closed: 400 408 413 414 431 505 */
     uint64_t handler_errors; /* handlers that returned an error */
-    uint64_t busy;         /* connections answered 503 */
+    uint64_t busy;         /* answered 503 (connections, bodies) */
+    uint64_t body_bytes;   /* request body bytes held in memory now */
 } sp_http_server_stats_t;
 
 /* handler(req, res, arg) serves every request (a router's dispatch, a
