@@ -1,0 +1,371 @@
+/* spindled's configuration against the real program: a value the worker
+ * could not use stops the start with exit 2 and its file:line:column, and
+ * is refused on SIGHUP with the old configuration kept; http.max_body 0
+ * refuses every body; /status and /slow exist only when enabled.
+ *
+ * The HTTP server listens on a Unix socket in the test's directory, so no
+ * port is needed. Every wait is bounded: poll with a deadline on the
+ * daemon's output, a pidfd for its exit. */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+enum { WAIT_MS = 10000 };
+
+/* Made by the runner before the tests and removed after them all, so a
+ * failed test's files go too; each test works in its own directory. */
+static char base[40];
+static char dir[64], conf[96], sock[96];
+
+static void make_base(void)
+{
+    sp_test_make_dir(base, sizeof base, "spindled-config");
+}
+
+static void remove_base(void)
+{
+    sp_test_remove_dir(base);
+}
+
+/* The daemon the running test started: stopped at exit if the test fails. */
+static pid_t daemon_pid;
+
+static void stop_daemon_at_exit(void)
+{
+    if (daemon_pid > 0)
+        kill(daemon_pid, SIGTERM);
+}
+
+static void setup(void)
+{
+    atexit(stop_daemon_at_exit);
+    snprintf(dir, sizeof dir, "%s/t-XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(conf, sizeof conf, "%s/c.yml", dir);
+    snprintf(sock, sizeof sock, "%s/http.sock", dir);
+}
+
+/* A configuration serving HTTP on `sock` only, then `extra` (YAML lines;
+ * dotted keys such as "http.max_body: 0" add to the sections). */
+static void put_config(const char *extra)
+{
+    FILE *f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "spindle: {workers: 1}\nhttp:\n  listen: ['unix:%s']\necho: {enabled: false}\n%s",
+            sock, extra);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the daemon ------------------------------------------------------------ */
+
+typedef struct run {
+    pid_t pid;
+    int out; /* its stdout and stderr, merged */
+    char text[16384];
+    size_t len;
+} run_t;
+
+/* Start spindled with -c conf and `args` (NULL-terminated, at most 4). */
+static void start(run_t *r, const char *const *args)
+{
+    const char *argv[8] = {"spindled", "-c", conf};
+    for (int i = 0; args[i]; i++)
+        argv[3 + i] = args[i];
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    *r = (run_t){.out = p[0]};
+    r->pid = fork();
+    ck_assert_int_ge(r->pid, 0);
+    if (r->pid == 0) {
+        dup2(p[1], STDOUT_FILENO);
+        dup2(p[1], STDERR_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execv(SPINDLED, (char *const *)argv);
+        _exit(127);
+    }
+    daemon_pid = r->pid;
+    close(p[1]);
+}
+
+/* Read its output until it contains `want` (NULL: until it is closed) or
+ * the wait is over; whether `want` came. */
+static bool await_output(run_t *r, const char *want)
+{
+    int64_t deadline = now_ms() + WAIT_MS;
+    struct pollfd pfd = {r->out, POLLIN, 0};
+    while (!(want && strstr(r->text, want)) && r->len < sizeof r->text - 1) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0 || poll(&pfd, 1, (int)left) != 1)
+            return false;
+        ssize_t n = read(r->out, r->text + r->len, sizeof r->text - 1 - r->len);
+        if (n <= 0)
+            return !want;
+        r->len += (size_t)n;
+        r->text[r->len] = '\0';
+    }
+    return want && strstr(r->text, want);
+}
+
+/* Its exit status once it ended (by itself, or stopped with SIGTERM after
+ * WAIT_MS: the test then fails). */
+static int finish(run_t *r, int sig)
+{
+    if (sig)
+        ck_assert_int_eq(kill(r->pid, sig), 0);
+    int pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0);
+    ck_assert_int_ge(pidfd, 0);
+    struct pollfd pfd = {pidfd, POLLIN, 0};
+    bool ended = poll(&pfd, 1, WAIT_MS) == 1;
+    close(pidfd);
+    if (!ended)
+        kill(r->pid, SIGTERM);
+    int status;
+    ck_assert_int_eq(waitpid(r->pid, &status, 0), r->pid);
+    daemon_pid = 0;
+    close(r->out);
+    ck_assert_msg(ended, "spindled did not end; it wrote:\n%.1500s", r->text);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void start_serving(run_t *r)
+{
+    const char *none[] = {NULL};
+    start(r, none);
+    ck_assert_msg(await_output(r, "worker pid "), "spindled did not start:\n%.1500s", r->text);
+}
+
+/* ---- HTTP over the Unix socket -------------------------------------------- */
+
+/* Send `request` on a new connection and read the answer until the server
+ * closes; its status code, or -1. */
+static int http(const char *request, char *resp, size_t size)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(write(fd, request, strlen(request)), (ssize_t)strlen(request));
+    size_t len = 0;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ssize_t n = 1;
+    while (n > 0 && len < size - 1 && poll(&pfd, 1, WAIT_MS) == 1)
+        if ((n = read(fd, resp + len, size - 1 - len)) > 0)
+            len += (size_t)n;
+    resp[len] = '\0';
+    close(fd);
+    int status;
+    return sscanf(resp, "HTTP/1.1 %d", &status) == 1 ? status : -1;
+}
+
+static int get(const char *path, char *resp, size_t size)
+{
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+             path);
+    return http(req, resp, size);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+typedef struct bad {
+    const char *yaml; /* after put_config's lines, which end at line 4 */
+    const char *want; /* after "c.yml:" */
+} bad_t;
+
+static const bad_t bad_values[] = {
+    {"http.root: /etc/passwd\n", "5:12: http.root: '/etc/passwd' is not a directory"},
+    {"http.root: /nonexistent\n", "5:12: http.root: '/nonexistent': No such file"},
+    {"echo.listen: []\n", "5:14: echo.listen: no address"},
+    {"echo.listen: [127.0.0.1:8080, 127.0.0.1:70000]\n",
+     "5:14: echo.listen: bad address '127.0.0.1:70000'"},
+    {"echo.listen: [127.0.0.1:8080, 127.0.0.1:8080]\n",
+     "5:14: echo.listen: '127.0.0.1:8080' is listed twice"},
+    {"echo.listen: ['unix:/nonexistent/s']\n",
+     "5:14: echo.listen: the directory of 'unix:/nonexistent/s'"},
+    {"http.server_name: \"a\\r\\nSet-Cookie: x\"\n",
+     "5:19: http.server_name: control bytes"},
+    {"http.server_name: \"a\\x01\"\n", "5:19: http.server_name: control bytes"},
+    {"spindle.pid_file: /tmp\n", "5:19: spindle.pid_file: '/tmp' is a directory"},
+    {"spindle.pid_file: /nonexistent/p.pid\n",
+     "5:19: spindle.pid_file: the directory of '/nonexistent/p.pid'"},
+    {"echo.listen: [127.0.0.1]\n", "5:14: echo.listen: bad address '127.0.0.1'"},
+};
+
+/* Run spindled (serving, not --print-config) on each bad value. */
+START_TEST(each_bad_value_exits_2_with_file_line_column)
+{
+    setup();
+    for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
+        put_config(bad_values[i].yaml);
+        run_t r;
+        const char *none[] = {NULL};
+        start(&r, none);
+        await_output(&r, NULL);
+        ck_assert_int_eq(finish(&r, 0), 2);
+        char want[512];
+        snprintf(want, sizeof want, "%s:%s", conf, bad_values[i].want);
+        ck_assert_msg(strstr(r.text, want), "no '%s' in:\n%.1500s", want, r.text);
+    }
+}
+END_TEST
+
+/* A server name of 1 MiB: refused with its length, not printed. */
+START_TEST(huge_server_name_exits_2)
+{
+    setup();
+    enum { HUGE = 1 << 20 };
+    char *yaml = malloc(HUGE + 64);
+    ck_assert_ptr_nonnull(yaml);
+    int n = sprintf(yaml, "http.server_name: ");
+    memset(yaml + n, 'x', HUGE);
+    strcpy(yaml + n + HUGE, "\n");
+    put_config(yaml);
+    free(yaml);
+    run_t r;
+    const char *print[] = {"--print-config", NULL};
+    start(&r, print);
+    await_output(&r, NULL);
+    ck_assert_int_eq(finish(&r, 0), 2);
+    char want[256];
+    snprintf(want, sizeof want, "%s:5:19: http.server_name: %d bytes, at most 117\n", conf,
+             HUGE);
+    ck_assert_msg(strstr(r.text, want), "no '%s' in:\n%.300s", want, r.text);
+    ck_assert_uint_lt(r.len, 1024);
+}
+END_TEST
+
+/* The environment and the command line are checked alike. */
+START_TEST(bad_env_and_cli_values_exit_2)
+{
+    setup();
+    put_config("");
+    run_t r;
+    const char *cli[] = {"-s", "http.root=/etc/passwd", NULL};
+    start(&r, cli);
+    await_output(&r, NULL);
+    ck_assert_int_eq(finish(&r, 0), 2);
+    ck_assert_msg(strstr(r.text, "-s http.root=/etc/passwd: http.root: '/etc/passwd' is not"),
+                  "got:\n%.1500s", r.text);
+    setenv("SPINDLE_HTTP_LISTEN", "[]", 1);
+    const char *none[] = {NULL};
+    start(&r, none);
+    await_output(&r, NULL);
+    ck_assert_int_eq(finish(&r, 0), 2);
+    ck_assert_msg(strstr(r.text, "env SPINDLE_HTTP_LISTEN: http.listen: no address"),
+                  "got:\n%.1500s", r.text);
+}
+END_TEST
+
+START_TEST(max_body_0_refuses_bodies)
+{
+    setup();
+    put_config("http.max_body: 0\n");
+    run_t r;
+    start_serving(&r);
+    char resp[4096];
+    ck_assert_int_eq(http("POST /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n"
+                          "Connection: close\r\n\r\nx",
+                          resp, sizeof resp),
+                     413);
+    ck_assert_int_eq(http("POST /plaintext HTTP/1.1\r\nHost: t\r\n"
+                          "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                          "1\r\nx\r\n0\r\n\r\n",
+                          resp, sizeof resp),
+                     413);
+    /* No body is fine. */
+    ck_assert_int_eq(http("GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n"
+                          "Connection: close\r\n\r\n",
+                          resp, sizeof resp),
+                     200);
+    ck_assert_int_eq(finish(&r, SIGTERM), 0);
+}
+END_TEST
+
+START_TEST(status_and_slow_are_404_unless_enabled)
+{
+    setup();
+    put_config("");
+    run_t r;
+    start_serving(&r);
+    char resp[4096];
+    ck_assert_int_eq(get("/plaintext", resp, sizeof resp), 200);
+    ck_assert_int_eq(get("/status", resp, sizeof resp), 404);
+    ck_assert_int_eq(get("/slow?ms=1", resp, sizeof resp), 404);
+    ck_assert_int_eq(finish(&r, SIGTERM), 0);
+
+    put_config("http.status_route: true\nhttp.slow_route: true\n");
+    start_serving(&r);
+    ck_assert_int_eq(get("/status", resp, sizeof resp), 200);
+    ck_assert_ptr_nonnull(strstr(resp, "\"pid\":"));
+    ck_assert_int_eq(get("/slow?ms=1", resp, sizeof resp), 200);
+    ck_assert_int_eq(finish(&r, SIGTERM), 0);
+}
+END_TEST
+
+/* A reload with one bad value changes nothing, not even its good values,
+ * and says so. */
+START_TEST(sighup_with_bad_value_keeps_old_configuration)
+{
+    setup();
+    put_config("http.status_route: true\n");
+    run_t r;
+    start_serving(&r);
+    char resp[4096];
+    ck_assert_int_eq(get("/status", resp, sizeof resp), 200);
+    ck_assert_ptr_nonnull(strstr(resp, "\"keepalive_timeout_ms\":60000"));
+
+    put_config("http.status_route: true\nhttp.keepalive_timeout: 200ms\n"
+               "http.root: /etc/passwd\n");
+    ck_assert_int_eq(kill(r.pid, SIGHUP), 0);
+    char want[256];
+    snprintf(want, sizeof want, "%s:7:12: http.root: '/etc/passwd' is not a directory",
+             conf);
+    ck_assert_msg(await_output(&r, want), "no '%s' in:\n%.1500s", want, r.text);
+    ck_assert_ptr_nonnull(strstr(r.text, "reload failed, old configuration kept"));
+    ck_assert_int_eq(get("/status", resp, sizeof resp), 200);
+    ck_assert_ptr_nonnull(strstr(resp, "\"keepalive_timeout_ms\":60000"));
+    ck_assert_int_eq(finish(&r, SIGTERM), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("spindled_config");
+    TCase *tc = tcase_create("spindled_config");
+    tcase_add_unchecked_fixture(tc, make_base, remove_base);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, each_bad_value_exits_2_with_file_line_column);
+    tcase_add_test(tc, huge_server_name_exits_2);
+    tcase_add_test(tc, bad_env_and_cli_values_exit_2);
+    tcase_add_test(tc, max_body_0_refuses_bodies);
+    tcase_add_test(tc, status_and_slow_are_404_unless_enabled);
+    tcase_add_test(tc, sighup_with_bad_value_keeps_old_configuration);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sp_test_run(suite());
+}
