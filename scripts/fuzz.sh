@@ -13,6 +13,7 @@ for target in fuzz_http fuzz_config; do
   corpus=$(mktemp -d)
   seeds=tests/fuzz/${target#fuzz_}
   [[ -d $seeds ]] && cp "$seeds"/* "$corpus"/
+  [[ $target == fuzz_config ]] && cp conf/*.yml "$corpus"/ # the shipped configs
   echo "fuzz: $target for ${secs}s"
   "$build/bin/$target" -max_total_time="$secs" -rss_limit_mb=2048 \
     -print_final_stats=1 "$corpus" 2>&1 | tail -n 8
