@@ -85,10 +85,10 @@ typedef struct run {
     size_t len;
 } run_t;
 
-/* Start spindled with -c conf and `args` (NULL-terminated, at most 4). */
+/* Start spindled with -c conf and `args` (NULL-terminated, at most 8). */
 static void start(run_t *r, const char *const *args)
 {
-    const char *argv[8] = {"spindled", "-c", conf};
+    const char *argv[12] = {"spindled", "-c", conf};
     for (int i = 0; args[i]; i++)
         argv[3 + i] = args[i];
     int p[2];
@@ -200,7 +200,9 @@ static const bad_t bad_values[] = {
     {"echo.listen: [127.0.0.1:8080, 127.0.0.1:70000]\n",
      "5:14: echo.listen: bad address '127.0.0.1:70000'"},
     {"echo.listen: [127.0.0.1:8080, 127.0.0.1:8080]\n",
-     "5:14: echo.listen: '127.0.0.1:8080' is listed twice"},
+     "5:14: echo.listen: '127.0.0.1:8080' clashes with '127.0.0.1:8080' before it"},
+    {"echo.listen: [127.0.0.1:8080, '[::]:8080']\n",
+     "5:14: echo.listen: '[::]:8080' clashes with '127.0.0.1:8080' before it"},
     {"echo.listen: ['unix:/nonexistent/s']\n",
      "5:14: echo.listen: the directory of 'unix:/nonexistent/s'"},
     {"http.server_name: \"a\\r\\nSet-Cookie: x\"\n",
@@ -274,6 +276,53 @@ START_TEST(bad_env_and_cli_values_exit_2)
     ck_assert_int_eq(finish(&r, 0), 2);
     ck_assert_msg(strstr(r.text, "env SPINDLE_HTTP_LISTEN: http.listen: no address"),
                   "got:\n%.1500s", r.text);
+}
+END_TEST
+
+/* Run spindled with `args` to its end; whether it exited 2 having said
+ * `want`. */
+static bool refused_with(const char *const *args, const char *want)
+{
+    run_t r;
+    start(&r, args);
+    await_output(&r, NULL);
+    int status = finish(&r, 0);
+    if (status == 2 && strstr(r.text, want))
+        return true;
+    fprintf(stderr, "exit %d, no '%s' in:\n%.1500s\n", status, want, r.text);
+    return false;
+}
+
+/* The HTTP and echo servers on one address would share its clients out
+ * (SO_REUSEPORT lets both bind): refused, with both sources. */
+START_TEST(servers_on_one_address_exit_2)
+{
+    setup();
+    put_config("");
+    char listen[160], want[512];
+    snprintf(listen, sizeof listen, "echo.listen=[unix:%s]", sock);
+    const char *same_path[] = {"-s", "echo.enabled=true", "-s", listen, NULL};
+    snprintf(want, sizeof want,
+             "spindled: cli: echo.listen: 'unix:%s' clashes with 'unix:%s' of http.listen "
+             "(%s:3:3)\n",
+             sock, sock, conf);
+    ck_assert(refused_with(same_path, want));
+    const char *wildcard[] = {"-s", "echo.enabled=true", "-s", "echo.listen=[0.0.0.0:8080]",
+                              "-s", "http.listen=[127.0.0.1:8080]", NULL};
+    ck_assert(refused_with(wildcard, "echo.listen: '0.0.0.0:8080' clashes with "
+                                     "'127.0.0.1:8080' of http.listen (cli)"));
+    /* Port 0 is a new port each time; a disabled server listens nowhere. */
+    const char *any_port[] = {"-s", "echo.enabled=true", "-s", "echo.listen=[127.0.0.1:0]",
+                              "-s", "http.listen=[127.0.0.1:0]", "--print-config", NULL};
+    run_t r;
+    start(&r, any_port);
+    await_output(&r, NULL);
+    ck_assert_int_eq(finish(&r, 0), 0);
+    const char *disabled[] = {"-s", "echo.listen=[0.0.0.0:8080]",
+                              "-s", "http.listen=[127.0.0.1:8080]", "--print-config", NULL};
+    start(&r, disabled);
+    await_output(&r, NULL);
+    ck_assert_int_eq(finish(&r, 0), 0);
 }
 END_TEST
 
@@ -358,6 +407,7 @@ static Suite *suite(void)
     tcase_add_test(tc, each_bad_value_exits_2_with_file_line_column);
     tcase_add_test(tc, huge_server_name_exits_2);
     tcase_add_test(tc, bad_env_and_cli_values_exit_2);
+    tcase_add_test(tc, servers_on_one_address_exit_2);
     tcase_add_test(tc, max_body_0_refuses_bodies);
     tcase_add_test(tc, status_and_slow_are_404_unless_enabled);
     tcase_add_test(tc, sighup_with_bad_value_keeps_old_configuration);

@@ -6,7 +6,9 @@
  * Relative http.root and pid_file paths are taken from the directory
  * spindled started in, as main.c resolves them (a daemon works in /). Unix
  * socket paths are bound as written, so they are checked as written. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -109,11 +111,32 @@ static bool same_addr(const sp_addr_t *a, const sp_addr_t *b)
     return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
 }
 
-/* One address of a listen list, given the ones before it. */
-static int check_address(const char *text, sp_addr_t *a, size_t before, char *msg,
+static bool is_wildcard(const sp_addr_t *a)
+{
+    if (sp_addr_family(a) == AF_INET)
+        return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return sp_addr_family(a) == AF_INET6 &&
+           IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr);
+}
+
+/* Whether two listening addresses would take each other's connections:
+ * with SO_REUSEPORT both binds succeed and the kernel shares the clients
+ * out. The same Unix path, or the same port on the same address or on a
+ * wildcard; port 0 (any free port) never clashes. */
+static bool clash(const sp_addr_t *a, const sp_addr_t *b)
+{
+    int port = sp_addr_port(a);
+    if (port == 0 || port != sp_addr_port(b))
+        return false;
+    return same_addr(a, b) || (port > 0 && (is_wildcard(a) || is_wildcard(b)));
+}
+
+/* Address `i` of a listen list, given the ones before it (resolved in a). */
+static int check_address(const sp_strlist_t *list, size_t before, sp_addr_t *a, char *msg,
                          size_t len)
 {
-    char show[80];
+    const char *text = list->items[before];
+    char show[80], show_i[80];
     shown(text, show, sizeof show);
     if (sp_addr_resolve(text, &a[before], 1) < 1)
         return REFUSE("bad address '%s' (host:port, [v6]:port or unix:/path)",
@@ -123,9 +146,10 @@ static int check_address(const char *text, sp_addr_t *a, size_t before, char *ms
         if (err)
             return REFUSE("the directory of '%s': %s", show, strerror(err));
     }
-    for (size_t i = 0; i < before && sp_addr_port(&a[before]) != 0; i++)
-        if (same_addr(&a[i], &a[before]))
-            return REFUSE("'%s' is listed twice", show);
+    for (size_t i = 0; i < before; i++)
+        if (clash(&a[i], &a[before]))
+            return REFUSE("'%s' clashes with '%s' before it", show,
+                          shown(list->items[i], show_i, sizeof show_i));
     return 0;
 }
 
@@ -141,7 +165,7 @@ static int check_listen(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
         return REFUSE("%zu addresses, at most %d", l->n,
                       SP_TCP_SERVER_MAX_ADDRS);
     for (size_t i = 0; i < l->n; i++)
-        if (check_address(l->items[i], a, i, msg, len) < 0)
+        if (check_address(l, i, a, msg, len) < 0)
             return -1;
     return 0;
 }
@@ -155,6 +179,31 @@ static int check_server_name(const sp_cvalue_t *v, char *msg, size_t len, void *
     if (rc < 0)
         return REFUSE("%zu bytes, at most %d", strlen(v->u.s),
                       SP_HTTP_SERVER_NAME_MAX);
+    return 0;
+}
+
+int spindled_check_servers(const spindled_t *d)
+{
+    const spindled_vars_t *v = &d->v;
+    if (!sp_cvar_bool(v->http_enabled) || !sp_cvar_bool(v->echo_enabled))
+        return 0;
+    const sp_strlist_t *h = sp_cvar_list(v->http_listen), *e = sp_cvar_list(v->echo_listen);
+    sp_addr_t ha[SP_TCP_SERVER_MAX_ADDRS], ea;
+    for (size_t i = 0; i < h->n; i++)
+        sp_addr_resolve(h->items[i], &ha[i], 1); /* checked when loaded */
+    for (size_t i = 0; i < e->n; i++) {
+        sp_addr_resolve(e->items[i], &ea, 1);
+        for (size_t j = 0; j < h->n; j++) {
+            char se[80], sh[80];
+            if (!clash(&ea, &ha[j]))
+                continue;
+            fprintf(stderr, "%s: %s: echo.listen: '%s' clashes with '%s' of http.listen (%s)\n",
+                    spindled_name, sp_cvar_source(v->echo_listen),
+                    shown(e->items[i], se, sizeof se), shown(h->items[j], sh, sizeof sh),
+                    sp_cvar_source(v->http_listen));
+            return -EINVAL;
+        }
+    }
     return 0;
 }
 

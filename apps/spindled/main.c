@@ -206,7 +206,7 @@ int main(int argc, char **argv)
     cli_t c = parse_args(argc, argv);
     if (c.config && absolute_paths(&d, c.config) < 0)
         return 2;
-    if (load_all(&d) < 0)
+    if (load_all(&d) < 0 || spindled_check_servers(&d) < 0)
         return 2;
     if (c.print_config)
         return sp_config_print(NULL, stdout) == 0 ? 0 : 1;

@@ -33,6 +33,11 @@ extern const char *const spindled_name;
  * directory. 0 or a negative errno. */
 int spindled_add_checks(spindled_t *d);
 
+/* The rule no single value can check: the HTTP and echo servers (both
+ * enabled) listen on no common address. Prints the clash with both
+ * sources; 0 or -EINVAL. Checked at start: addresses are only read then. */
+int spindled_check_servers(const spindled_t *d);
+
 /* Load the configuration file again and the environment; log problems and
  * keep the old values when it is bad. 0 or a negative errno. */
 int spindled_reload(spindled_t *d);
