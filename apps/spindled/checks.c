@@ -131,7 +131,8 @@ static bool clash(const sp_addr_t *a, const sp_addr_t *b)
     return same_addr(a, b) || (port > 0 && (is_wildcard(a) || is_wildcard(b)));
 }
 
-/* Address `i` of a listen list, given the ones before it (resolved in a). */
+/* Item `before` of a listen list, given the items before it (resolved
+ * into a[]). */
 static int check_address(const sp_strlist_t *list, size_t before, sp_addr_t *a, char *msg,
                          size_t len)
 {
@@ -139,8 +140,7 @@ static int check_address(const sp_strlist_t *list, size_t before, sp_addr_t *a, 
     char show[80], show_i[80];
     shown(text, show, sizeof show);
     if (sp_addr_resolve(text, &a[before], 1) < 1)
-        return REFUSE("bad address '%s' (host:port, [v6]:port or unix:/path)",
-                      show);
+        return REFUSE("bad address '%s' (host:port, [v6]:port or unix:/path)", show);
     if (sp_addr_family(&a[before]) == AF_UNIX) {
         int err = no_parent(((const struct sockaddr_un *)&a[before].ss)->sun_path);
         if (err)
@@ -162,8 +162,7 @@ static int check_listen(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
         return REFUSE("no address (to turn the server off: %s.enabled: false)",
                       (const char *)arg);
     if (l->n > SP_TCP_SERVER_MAX_ADDRS)
-        return REFUSE("%zu addresses, at most %d", l->n,
-                      SP_TCP_SERVER_MAX_ADDRS);
+        return REFUSE("%zu addresses, at most %d", l->n, SP_TCP_SERVER_MAX_ADDRS);
     for (size_t i = 0; i < l->n; i++)
         if (check_address(l, i, a, msg, len) < 0)
             return -1;
@@ -177,8 +176,7 @@ static int check_server_name(const sp_cvalue_t *v, char *msg, size_t len, void *
     if (rc == -EINVAL)
         return REFUSE("control bytes (other than tab) cannot go in a header");
     if (rc < 0)
-        return REFUSE("%zu bytes, at most %d", strlen(v->u.s),
-                      SP_HTTP_SERVER_NAME_MAX);
+        return REFUSE("%zu bytes, at most %d", strlen(v->u.s), SP_HTTP_SERVER_NAME_MAX);
     return 0;
 }
 
@@ -188,14 +186,19 @@ int spindled_check_servers(const spindled_t *d)
     if (!sp_cvar_bool(v->http_enabled) || !sp_cvar_bool(v->echo_enabled))
         return 0;
     const sp_strlist_t *h = sp_cvar_list(v->http_listen), *e = sp_cvar_list(v->echo_listen);
+    /* Both lists passed their checks (at most 16 addresses that resolve);
+     * a name that stops resolving now is left to the worker. */
     sp_addr_t ha[SP_TCP_SERVER_MAX_ADDRS], ea;
-    for (size_t i = 0; i < h->n; i++)
-        sp_addr_resolve(h->items[i], &ha[i], 1); /* checked when loaded */
+    bool ok[SP_TCP_SERVER_MAX_ADDRS];
+    size_t hn = h->n < SP_TCP_SERVER_MAX_ADDRS ? h->n : SP_TCP_SERVER_MAX_ADDRS;
+    for (size_t j = 0; j < hn; j++)
+        ok[j] = sp_addr_resolve(h->items[j], &ha[j], 1) == 1;
     for (size_t i = 0; i < e->n; i++) {
-        sp_addr_resolve(e->items[i], &ea, 1);
-        for (size_t j = 0; j < h->n; j++) {
+        if (sp_addr_resolve(e->items[i], &ea, 1) != 1)
+            continue;
+        for (size_t j = 0; j < hn; j++) {
             char se[80], sh[80];
-            if (!clash(&ea, &ha[j]))
+            if (!ok[j] || !clash(&ea, &ha[j]))
                 continue;
             fprintf(stderr, "%s: %s: echo.listen: '%s' clashes with '%s' of http.listen (%s)\n",
                     spindled_name, sp_cvar_source(v->echo_listen),
