@@ -3,11 +3,13 @@
  * is refused on SIGHUP with the old configuration kept; http.max_body 0
  * refuses every body; /status and /slow exist only when enabled.
  *
- * The HTTP server listens on a Unix socket in the test's directory, so no
- * port is needed. Every wait is bounded: poll with a deadline on the
+ * The HTTP server listens on 127.0.0.1 port 0; the port is read from the
+ * daemon's "listening on" line. Every wait is bounded: poll with a deadline on the
  * daemon's output, a pidfd for its exit. */
 #include <check.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -16,7 +18,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,11 +25,13 @@
 #include "testutil.h"
 
 enum { WAIT_MS = 10000 };
+#define ANY_PORT "127.0.0.1:0"
 
 /* Made by the runner before the tests and removed after them all, so a
  * failed test's files go too; each test works in its own directory. */
 static char base[40];
 static char dir[64], conf[96], sock[96];
+static int http_port; /* of the daemon serving */
 
 static void make_base(void)
 {
@@ -58,14 +61,14 @@ static void setup(void)
     snprintf(sock, sizeof sock, "%s/http.sock", dir);
 }
 
-/* A configuration serving HTTP on `sock` only, then `extra` (YAML lines;
+/* A configuration serving HTTP on `listen` only, then `extra` (YAML lines;
  * dotted keys such as "http.max_body: 0" add to the sections). */
-static void put_config(const char *extra)
+static void put_config(const char *listen, const char *extra)
 {
     FILE *f = fopen(conf, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "spindle: {workers: 1}\nhttp:\n  listen: ['unix:%s']\necho: {enabled: false}\n%s",
-            sock, extra);
+    fprintf(f, "spindle: {workers: 1}\nhttp:\n  listen: ['%s']\necho: {enabled: false}\n%s",
+            listen, extra);
     ck_assert_int_eq(fclose(f), 0);
 }
 
@@ -153,17 +156,21 @@ static void start_serving(run_t *r)
     const char *none[] = {NULL};
     start(r, none);
     ck_assert_msg(await_output(r, "worker pid "), "spindled did not start:\n%.1500s", r->text);
+    const char *line = strstr(r->text, "listening on 127.0.0.1:");
+    ck_assert_ptr_nonnull(line);
+    http_port = atoi(line + strlen("listening on 127.0.0.1:"));
+    ck_assert_int_gt(http_port, 0);
 }
 
-/* ---- HTTP over the Unix socket -------------------------------------------- */
+/* ---- HTTP ------------------------------------------------------------------ */
 
 /* Send `request` on a new connection and read the answer until the server
  * closes; its status code, or -1. */
 static int http(const char *request, char *resp, size_t size)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)http_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     ck_assert_int_eq(write(fd, request, strlen(request)), (ssize_t)strlen(request));
     size_t len = 0;
@@ -219,7 +226,7 @@ START_TEST(each_bad_value_exits_2_with_file_line_column)
 {
     setup();
     for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
-        put_config(bad_values[i].yaml);
+        put_config(ANY_PORT, bad_values[i].yaml);
         run_t r;
         const char *none[] = {NULL};
         start(&r, none);
@@ -242,7 +249,7 @@ START_TEST(huge_server_name_exits_2)
     int n = sprintf(yaml, "http.server_name: ");
     memset(yaml + n, 'x', HUGE);
     strcpy(yaml + n + HUGE, "\n");
-    put_config(yaml);
+    put_config(ANY_PORT, yaml);
     free(yaml);
     run_t r;
     const char *print[] = {"--print-config", NULL};
@@ -261,7 +268,7 @@ END_TEST
 START_TEST(bad_env_and_cli_values_exit_2)
 {
     setup();
-    put_config("");
+    put_config(ANY_PORT, "");
     run_t r;
     const char *cli[] = {"-s", "http.root=/etc/passwd", NULL};
     start(&r, cli);
@@ -298,8 +305,9 @@ static bool refused_with(const char *const *args, const char *want)
 START_TEST(servers_on_one_address_exit_2)
 {
     setup();
-    put_config("");
-    char listen[160], want[512];
+    char listen[128], want[512];
+    snprintf(listen, sizeof listen, "unix:%s", sock);
+    put_config(listen, "");
     snprintf(listen, sizeof listen, "echo.listen=[unix:%s]", sock);
     const char *same_path[] = {"-s", "echo.enabled=true", "-s", listen, NULL};
     snprintf(want, sizeof want,
@@ -329,7 +337,7 @@ END_TEST
 START_TEST(max_body_0_refuses_bodies)
 {
     setup();
-    put_config("http.max_body: 0\n");
+    put_config(ANY_PORT, "http.max_body: 0\n");
     run_t r;
     start_serving(&r);
     char resp[4096];
@@ -354,7 +362,7 @@ END_TEST
 START_TEST(status_and_slow_are_404_unless_enabled)
 {
     setup();
-    put_config("");
+    put_config(ANY_PORT, "");
     run_t r;
     start_serving(&r);
     char resp[4096];
@@ -363,7 +371,7 @@ START_TEST(status_and_slow_are_404_unless_enabled)
     ck_assert_int_eq(get("/slow?ms=1", resp, sizeof resp), 404);
     ck_assert_int_eq(finish(&r, SIGTERM), 0);
 
-    put_config("http.status_route: true\nhttp.slow_route: true\n");
+    put_config(ANY_PORT, "http.status_route: true\nhttp.slow_route: true\n");
     start_serving(&r);
     ck_assert_int_eq(get("/status", resp, sizeof resp), 200);
     ck_assert_ptr_nonnull(strstr(resp, "\"pid\":"));
@@ -377,14 +385,14 @@ END_TEST
 START_TEST(sighup_with_bad_value_keeps_old_configuration)
 {
     setup();
-    put_config("http.status_route: true\n");
+    put_config(ANY_PORT, "http.status_route: true\n");
     run_t r;
     start_serving(&r);
     char resp[4096];
     ck_assert_int_eq(get("/status", resp, sizeof resp), 200);
     ck_assert_ptr_nonnull(strstr(resp, "\"keepalive_timeout_ms\":60000"));
 
-    put_config("http.status_route: true\nhttp.keepalive_timeout: 200ms\n"
+    put_config(ANY_PORT, "http.status_route: true\nhttp.keepalive_timeout: 200ms\n"
                "http.root: /etc/passwd\n");
     ck_assert_int_eq(kill(r.pid, SIGHUP), 0);
     char want[256];
@@ -417,5 +425,6 @@ static Suite *suite(void)
 
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN); /* a server that answers 413 may close first */
     return sp_test_run(suite());
 }
