@@ -16,11 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <spindle/daemon.h>
 
 #include "testutil.h"
 
@@ -43,18 +48,8 @@ static void remove_base(void)
     sp_test_remove_dir(base);
 }
 
-/* The daemon the running test started: stopped at exit if the test fails. */
-static pid_t daemon_pid;
-
-static void stop_daemon_at_exit(void)
-{
-    if (daemon_pid > 0)
-        kill(daemon_pid, SIGTERM);
-}
-
 static void setup(void)
 {
-    atexit(stop_daemon_at_exit);
     snprintf(dir, sizeof dir, "%s/t-XXXXXX", base);
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(conf, sizeof conf, "%s/c.yml", dir);
@@ -88,7 +83,10 @@ typedef struct run {
     size_t len;
 } run_t;
 
-/* Start spindled with -c conf and `args` (NULL-terminated, at most 8). */
+/* Start spindled with -c conf and `args` (NULL-terminated, at most 8).
+ * A failed assertion ends the test process with _exit (no atexit
+ * handlers), so the kernel stops the daemon: SIGTERM when its parent, the
+ * test, dies (a graceful stop that takes its worker along). */
 static void start(run_t *r, const char *const *args)
 {
     const char *argv[12] = {"spindled", "-c", conf};
@@ -97,9 +95,12 @@ static void start(run_t *r, const char *const *args)
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
     *r = (run_t){.out = p[0]};
+    pid_t test = getpid();
     r->pid = fork();
     ck_assert_int_ge(r->pid, 0);
     if (r->pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != test)
+            _exit(127); /* the test is gone already */
         dup2(p[1], STDOUT_FILENO);
         dup2(p[1], STDERR_FILENO);
         close(p[0]);
@@ -107,7 +108,6 @@ static void start(run_t *r, const char *const *args)
         execv(SPINDLED, (char *const *)argv);
         _exit(127);
     }
-    daemon_pid = r->pid;
     close(p[1]);
 }
 
@@ -145,7 +145,6 @@ static int finish(run_t *r, int sig)
         kill(r->pid, SIGTERM);
     int status;
     ck_assert_int_eq(waitpid(r->pid, &status, 0), r->pid);
-    daemon_pid = 0;
     close(r->out);
     ck_assert_msg(ended, "spindled did not end; it wrote:\n%.1500s", r->text);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -406,6 +405,77 @@ START_TEST(sighup_with_bad_value_keeps_old_configuration)
 }
 END_TEST
 
+/* Wait until the file at `path` holds one of `wants` (NULL-terminated),
+ * woken by inotify at each write; its index, or -1. Asserts nothing: it
+ * runs while a daemon that is not the test's child is up. */
+static int await_in_file(const char *path, const char *const *wants, char *buf, size_t size)
+{
+    int in = inotify_init1(IN_CLOEXEC);
+    if (in < 0 || inotify_add_watch(in, path, IN_MODIFY) < 0)
+        return -1;
+    int64_t deadline = now_ms() + WAIT_MS;
+    int found = -1;
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        buf[f ? fread(buf, 1, size - 1, f) : 0] = '\0';
+        if (f)
+            fclose(f);
+        for (int i = 0; found < 0 && wants[i]; i++)
+            found = strstr(buf, wants[i]) ? i : -1;
+        int64_t left = deadline - now_ms();
+        struct pollfd pfd = {in, POLLIN, 0};
+        char events[4096];
+        if (found >= 0 || left <= 0 || poll(&pfd, 1, (int)left) != 1 ||
+            read(in, events, sizeof events) <= 0)
+            break;
+    }
+    close(in);
+    return found;
+}
+
+/* A detached daemon works in /: a relative http.root is still checked on
+ * SIGHUP from the directory it started in, as it was resolved at start.
+ * The daemon is no child of the test: nothing is asserted between reading
+ * its pid and stopping it. */
+START_TEST(detached_reload_takes_relative_root_from_start_directory)
+{
+    setup();
+    char www[128], pid_file[128], log[128], extra[512];
+    snprintf(www, sizeof www, "%s/www", dir);
+    snprintf(pid_file, sizeof pid_file, "%s/p.pid", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    ck_assert_int_eq(mkdir(www, 0755), 0);
+    FILE *f = fopen(log, "w"); /* there to be watched */
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(extra, sizeof extra,
+             "spindle.pid_file: %s\nhttp.root: www\n"
+             "log: {appenders: {f: {type: file, path: %s}}, root: [f]}\n",
+             pid_file, log);
+    put_config(ANY_PORT, extra);
+    ck_assert_int_eq(chdir(dir), 0);
+    run_t r;
+    const char *detach[] = {"-d", NULL};
+    start(&r, detach);
+    await_output(&r, NULL);
+    ck_assert_int_eq(finish(&r, 0), 0); /* once the daemon holds its pid file */
+    pid_t pid = (pid_t)sp_daemon_read_pid(pid_file);
+    ck_assert_int_gt(pid, 0);
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int hup = kill(pid, SIGHUP);
+    const char *outcomes[] = {"configuration reloaded\n", "old configuration kept", NULL};
+    char text[8192] = "";
+    int outcome = hup == 0 ? await_in_file(log, outcomes, text, sizeof text) : -1;
+    int term = kill(pid, SIGTERM);
+    struct pollfd pfd = {pidfd, POLLIN, 0};
+    bool gone = pidfd >= 0 && poll(&pfd, 1, WAIT_MS) == 1;
+    close(pidfd);
+    ck_assert_int_eq(hup, 0);
+    ck_assert_msg(outcome == 0, "log:\n%.1500s", text);
+    ck_assert(term == 0 && gone);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("spindled_config");
@@ -419,6 +489,7 @@ static Suite *suite(void)
     tcase_add_test(tc, max_body_0_refuses_bodies);
     tcase_add_test(tc, status_and_slow_are_404_unless_enabled);
     tcase_add_test(tc, sighup_with_bad_value_keeps_old_configuration);
+    tcase_add_test(tc, detached_reload_takes_relative_root_from_start_directory);
     suite_add_tcase(s, tc);
     return s;
 }
