@@ -3,9 +3,10 @@
  * is refused on SIGHUP with the old configuration kept; http.max_body 0
  * refuses every body; /status and /slow exist only when enabled.
  *
- * The HTTP server listens on 127.0.0.1 port 0; the port is read from the
- * daemon's "listening on" line. Every wait is bounded: poll with a deadline on the
- * daemon's output, a pidfd for its exit. */
+ * The HTTP server listens on 127.0.0.1 port 0, read from the daemon's
+ * "listening on" line (a Unix path appears only as a value refused before
+ * anything listens). Every wait is bounded: poll with a deadline on the
+ * daemon's output, a pidfd for its exit, inotify on a log file. */
 #include <check.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -130,8 +131,8 @@ static bool await_output(run_t *r, const char *want)
     return want && strstr(r->text, want);
 }
 
-/* Its exit status once it ended (by itself, or stopped with SIGTERM after
- * WAIT_MS: the test then fails). */
+/* Send `sig` (0: none), then its exit status once it ended (by itself, or
+ * stopped with SIGTERM after WAIT_MS: the test then fails). */
 static int finish(run_t *r, int sig)
 {
     if (sig)
