@@ -3,8 +3,8 @@
  *
  * Nodes carry their file and 1-based line and column so any later check
  * can say exactly where a value was written. A load's nodes live in one
- * arena. Aliases are expanded into copies; a node budget per file stops "billion
- * laughs" documents and a depth limit stops runaway nesting. */
+ * arena. Aliases are expanded into copies; a node budget per file stops
+ * "billion laughs" documents and a depth limit stops runaway nesting. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
