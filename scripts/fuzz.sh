@@ -16,6 +16,7 @@ for target in fuzz_http fuzz_http_split fuzz_config; do
   seeds=tests/fuzz/${target#fuzz_}
   seeds=${seeds%_split} # the split target starts from the HTTP seeds
   [[ -d $seeds ]] && cp "$seeds"/* "$corpus"/
+  [[ $target == fuzz_config ]] && cp conf/*.yml "$corpus"/ # the shipped configs
   echo "fuzz: $target for ${secs}s"
   "$build/bin/$target" -max_total_time="$secs" -rss_limit_mb=2048 \
     -print_final_stats=1 "$corpus" 2>&1 | tail -n 8

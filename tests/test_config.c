@@ -824,20 +824,45 @@ START_TEST(reads_during_reloads)
 }
 END_TEST
 
+/* 10^7 nodes once aliases are expanded. */
+static const char bomb[] = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+                           "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                           "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                           "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                           "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+                           "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+                           "x: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
+
 START_TEST(alias_bomb_is_refused)
 {
     setup();
     sp_config_section(cfg, "x", NULL, NULL);
-    const char *bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
-                       "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-                       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
-                       "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-                       "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
-                       "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
-                       "x: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
     char *err = NULL;
     ck_assert_int_eq(sp_config_load_string(cfg, "bomb", bomb, strlen(bomb), &err), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "too many nodes"));
+    free(err);
+    teardown();
+}
+END_TEST
+
+/* The node budget is per file: a bomb in a directory is reported in its
+ * own file, and the files after it are read as usual. */
+START_TEST(alias_bomb_in_directory_names_its_file)
+{
+    setup();
+    sp_config_section(cfg, "x", NULL, NULL);
+    sp_config_int(cfg, "y", 0, 0, 100, NULL);
+    put_file("10-bomb.yml", bomb);
+    put_file("20-ok.yml", "y: 1\n");
+    put_file("30-bad.yml", "y: 500\n");
+    char *err = NULL;
+    ck_assert_int_eq(sp_config_load(cfg, dir, &err), -EINVAL);
+    char want[300];
+    snprintf(want, sizeof want, "%s/10-bomb.yml:", dir);
+    ck_assert_msg(strstr(err, want) && strstr(err, "too many nodes"), "got: %s", err);
+    snprintf(want, sizeof want, "%s/30-bad.yml:1:4: y: 500 is out of range", dir);
+    ck_assert_msg(strstr(err, want), "got: %s", err);
+    ck_assert_msg(!strstr(err, "20-ok.yml"), "got: %s", err);
     free(err);
     teardown();
 }
@@ -869,6 +894,7 @@ int main(void)
     tcase_add_test(tc, print_config);
     tcase_add_test(tc, reads_during_reloads);
     tcase_add_test(tc, alias_bomb_is_refused);
+    tcase_add_test(tc, alias_bomb_in_directory_names_its_file);
     suite_add_tcase(s, tc);
     return sp_test_run(s);
 }

@@ -1037,6 +1037,14 @@ START_TEST(smuggling_framing_400)
 }
 END_TEST
 
+static char *repeat(char ch, size_t n)
+{
+    char *s = malloc(n + 1);
+    memset(s, ch, n);
+    s[n] = '\0';
+    return s;
+}
+
 START_TEST(server_name_without_control_bytes)
 {
     sp_iomanager_t *io = sp_iomanager_create("names", 1, false);
@@ -1052,6 +1060,22 @@ START_TEST(server_name_without_control_bytes)
     sp_http_server_t *srv = sp_http_server_create(io, sp_http_router_dispatch, NULL, &o);
     ck_assert_ptr_nonnull(srv);
     sp_http_server_destroy(srv);
+    /* The same verdicts ahead of time, and the length limit. */
+    ck_assert_int_eq(sp_http_server_check_name("a\nb"), -EINVAL);
+    ck_assert_int_eq(sp_http_server_check_name("my server\t1.0"), 0);
+    char *longest = repeat('n', SP_HTTP_SERVER_NAME_MAX);
+    ck_assert_int_eq(sp_http_server_check_name(longest), 0);
+    o.server_name = longest;
+    ck_assert_ptr_nonnull(srv = sp_http_server_create(io, sp_http_router_dispatch, NULL, &o));
+    sp_http_server_destroy(srv);
+    char *over = repeat('n', SP_HTTP_SERVER_NAME_MAX + 1);
+    ck_assert_int_eq(sp_http_server_check_name(over), -ENAMETOOLONG);
+    o.server_name = over;
+    errno = 0;
+    ck_assert_ptr_null(sp_http_server_create(io, sp_http_router_dispatch, NULL, &o));
+    ck_assert_int_eq(errno, ENAMETOOLONG);
+    free(longest);
+    free(over);
     sp_iomanager_destroy(io);
 }
 END_TEST
@@ -1086,14 +1110,6 @@ START_TEST(head_errors_have_no_body)
     }
 }
 END_TEST
-
-static char *repeat(char ch, size_t n)
-{
-    char *s = malloc(n + 1);
-    memset(s, ch, n);
-    s[n] = '\0';
-    return s;
-}
 
 START_TEST(limits_414_431_413)
 {
@@ -1496,6 +1512,27 @@ START_TEST(stalled_second_request_gets_408_before_keepalive)
 END_TEST
 
 /* ---- connection limit -------------------------------------------------------- */
+
+static void setup_no_body(void)
+{
+    sp_http_server_opts_t o = {.no_body = true, .max_body = 1000};
+    server_start(&o);
+}
+
+START_TEST(no_body_refuses_every_body)
+{
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx", 413);
+    refused("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "1\r\nx\r\n0\r\n\r\n",
+            413);
+    ck_assert_int_eq(status_of("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"),
+                     200);
+    ck_assert_int_eq(status_of("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked"
+                               "\r\n\r\n0\r\n\r\n"),
+                     200);
+    ck_assert_int_eq(status_of(GET("/hello")), 200);
+}
+END_TEST
 
 static void setup_two_conns(void)
 {
@@ -2703,6 +2740,7 @@ int main(void)
              keepalive_deadline_moves_with_each_request,
              stalled_second_request_gets_408_before_keepalive);
     ADD_CASE(s, "limits", setup_two_conns, server_stop, over_max_conns_503);
+    ADD_CASE(s, "no_body", setup_no_body, server_stop, no_body_refuses_every_body);
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     /* This one stops the server itself. */
     ADD_CASE(s, "bodies", setup_body_limits, server_stop, trickled_body_gets_408_at_its_deadline,

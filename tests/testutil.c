@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 
 int sp_test_run(Suite *s)
@@ -17,4 +19,17 @@ double sp_test_cpu_seconds(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
            (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+void sp_test_make_dir(char *buf, size_t size, const char *prefix)
+{
+    ck_assert_int_lt(snprintf(buf, size, "/tmp/%s-XXXXXX", prefix), (int)size);
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+void sp_test_remove_dir(const char *path)
+{
+    char cmd[512];
+    ck_assert_int_lt(snprintf(cmd, sizeof cmd, "rm -rf '%s'", path), (int)sizeof cmd);
+    ck_assert_int_eq(system(cmd), 0);
 }

@@ -9,5 +9,10 @@
 int sp_test_run(Suite *s);
 /* CPU time (user + system) used by this process so far, in seconds. */
 double sp_test_cpu_seconds(void);
+/* A new directory /tmp/PREFIX-XXXXXX, its path in buf; fails the test
+ * when it cannot be made. */
+void sp_test_make_dir(char *buf, size_t size, const char *prefix);
+/* Remove a directory and everything in it. */
+void sp_test_remove_dir(const char *path);
 
 #endif

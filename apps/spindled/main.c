@@ -3,7 +3,8 @@
  *   spindled -c conf/spindle.yml [-d] [-s key=value]... [--print-config]
  *
  * Serves what the configuration lists: an HTTP server (/plaintext, /json,
- * /status, /slow?ms=N and a static root) and an echo server. -d detaches;
+ * a static root, and when enabled /status and /slow?ms=N) and an echo
+ * server. -d detaches;
  * a supervisor process restarts the worker when it dies (spindle/daemon.h).
  * SIGTERM/SIGINT stop gracefully, SIGHUP reloads the configuration and
  * reopens log files. --print-config prints every variable, its value and
@@ -17,7 +18,6 @@
 
 #include <spindle/daemon.h>
 #include <spindle/log.h>
-#include <spindle/net.h>
 
 #include "spindled.h"
 
@@ -63,14 +63,18 @@ static int declare(spindled_vars_t *v)
          "wait for the next bytes of a body", &v->http_body_timeout},
         {"http.send_timeout", SP_CVAR_DURATION, "60s", "1ms", "1h",
          "wait for the client to take response bytes", &v->http_send_timeout},
-        {"http.max_body", SP_CVAR_SIZE, "1MiB", "0", "1GiB", "largest request body",
-         &v->http_max_body},
+        {"http.max_body", SP_CVAR_SIZE, "1MiB", "0", "1GiB",
+         "largest request body; 0: none allowed", &v->http_max_body},
         {"http.max_conns", SP_CVAR_INT, "0", "0", "10000000",
          "open connections; 0: unlimited", &v->http_max_conns},
         {"http.server_name", SP_CVAR_STRING, "spindle", NULL, NULL,
          "Server header; empty: none", &v->http_server_name},
         {"http.access_log", SP_CVAR_BOOL, "false", NULL, NULL,
          "log every request on the logger http.access", &v->http_access_log},
+        {"http.status_route", SP_CVAR_BOOL, "false", NULL, NULL,
+         "serve /status: the worker's pid and live settings", &v->http_status_route},
+        {"http.slow_route", SP_CVAR_BOOL, "false", NULL, NULL,
+         "serve /slow?ms=N: holds a request up to 60 s", &v->http_slow_route},
         {"echo.enabled", SP_CVAR_BOOL, "true", NULL, NULL, "run the echo server",
          &v->echo_enabled},
         {"echo.listen", SP_CVAR_LIST, "[127.0.0.1:9000]", NULL, NULL, "echo addresses",
@@ -132,22 +136,6 @@ int spindled_reload(spindled_t *d)
     return rc;
 }
 
-/* Addresses are checked here, before any process is forked: a typo should
- * stop the start, not make the supervisor restart a worker forever. */
-static int check_addresses(const sp_cvar_t *list)
-{
-    const sp_strlist_t *l = sp_cvar_list(list);
-    for (size_t i = 0; i < l->n; i++) {
-        sp_addr_t a;
-        if (sp_addr_resolve(l->items[i], &a, 1) < 1) {
-            fprintf(stderr, "%s: %s: bad address '%s'\n", spindled_name,
-                    sp_cvar_name(list), l->items[i]);
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
 static int absolute_paths(spindled_t *d, const char *config)
 {
     if (config && !realpath(config, d->config_path)) {
@@ -203,9 +191,14 @@ int main(int argc, char **argv)
     static spindled_t d;
     if (declare(&d.v) < 0 || sp_log_use_config(NULL) < 0)
         return 1;
+    int rc = spindled_add_checks(&d);
+    if (rc < 0) {
+        print_errors(NULL, rc);
+        return 1;
+    }
     char *errors = NULL;
     /* -s settings first: they are taken out of argv, the rest is ours. */
-    int rc = sp_config_args(NULL, &argc, argv, &errors);
+    rc = sp_config_args(NULL, &argc, argv, &errors);
     if (rc < 0) {
         print_errors(errors, rc);
         return 2;
@@ -213,12 +206,11 @@ int main(int argc, char **argv)
     cli_t c = parse_args(argc, argv);
     if (c.config && absolute_paths(&d, c.config) < 0)
         return 2;
-    if (load_all(&d) < 0)
+    if (load_all(&d) < 0 || spindled_check_servers(&d) < 0)
         return 2;
     if (c.print_config)
         return sp_config_print(NULL, stdout) == 0 ? 0 : 1;
-    if (absolute_paths(&d, NULL) < 0 || check_addresses(d.v.http_listen) < 0 ||
-        check_addresses(d.v.echo_listen) < 0)
+    if (absolute_paths(&d, NULL) < 0)
         return 2;
     return run(&d, c.detach);
 }

@@ -72,8 +72,12 @@ static sp_http_router_t *make_routes(spindled_t *d, sp_http_static_t **files)
     if (!r)
         return NULL;
     app_add_hello_routes(r);
-    sp_http_router_add(r, SP_HTTP_EXACT, "/status", SP_HTTP_M_GET, status_answer, d);
-    sp_http_router_add(r, SP_HTTP_EXACT, "/slow", SP_HTTP_M_GET, slow_answer, NULL);
+    /* Off unless enabled: /status shows internals, and /slow lets anyone
+     * hold a fiber and a connection for a minute. */
+    if (sp_cvar_bool(d->v.http_status_route))
+        sp_http_router_add(r, SP_HTTP_EXACT, "/status", SP_HTTP_M_GET, status_answer, d);
+    if (sp_cvar_bool(d->v.http_slow_route))
+        sp_http_router_add(r, SP_HTTP_EXACT, "/slow", SP_HTTP_M_GET, slow_answer, NULL);
     if (*d->root) {
         if (!(*files = sp_http_static_create(d->root, NULL)))
             return r; /* the caller sees *files NULL with a root: fails */
@@ -91,9 +95,11 @@ static int64_t ms(const sp_cvar_t *v)
 
 static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
 {
-    int64_t keepalive = ms(v->http_keepalive);
+    int64_t keepalive = ms(v->http_keepalive), max_body = sp_cvar_size(v->http_max_body);
     return (sp_http_server_opts_t){
-        .max_body = (size_t)sp_cvar_size(v->http_max_body),
+        /* 0 in the file means "no body"; 0 in opts means the default */
+        .max_body = (size_t)max_body,
+        .no_body = max_body == 0,
         .header_timeout_ms = ms(v->http_header),
         /* 0 in the file means "close at once"; 0 in opts means the default */
         .keepalive_timeout_ms = keepalive ? keepalive : 1,

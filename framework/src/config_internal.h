@@ -110,7 +110,6 @@ int sp__report_finish(sp_config_report_t *r, int rc, char **errors);
 /* Bump allocator for one load's nodes and strings, freed in one go. */
 typedef struct sp_arena {
     struct sp_arena_chunk *chunks;
-    size_t nodes; /* nodes made, bounded against alias bombs */
 } sp_arena_t;
 
 void *sp__arena_alloc(sp_arena_t *a, size_t size);

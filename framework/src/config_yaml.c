@@ -3,8 +3,8 @@
  *
  * Nodes carry their file and 1-based line and column so any later check
  * can say exactly where a value was written. A load's nodes live in one
- * arena. Aliases are expanded into copies; a node budget stops "billion
- * laughs" documents and a depth limit stops runaway nesting. */
+ * arena. Aliases are expanded into copies; a node budget per file stops
+ * "billion laughs" documents and a depth limit stops runaway nesting. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 enum {
     CHUNK_MIN = 16 * 1024,
     MAX_DEPTH = 64,
-    MAX_NODES = 1 << 20, /* per load, counting alias copies */
+    MAX_NODES = 1 << 20, /* per file, counting alias copies */
 };
 
 /* ---- arena -------------------------------------------------------------- */
@@ -64,7 +64,6 @@ void sp__arena_free(sp_arena_t *a)
         free(a->chunks);
         a->chunks = next;
     }
-    a->nodes = 0;
 }
 
 /* ---- reports ------------------------------------------------------------ */
@@ -230,11 +229,14 @@ const sp_cnode_t *sp_cnode_get(const sp_cnode_t *n, const char *key)
 
 /* ---- libyaml document -> nodes ------------------------------------------ */
 
+/* One document's conversion. The node budget is the document's own, so
+ * one alias bomb in a directory does not fail the files after it. */
 typedef struct conv {
     sp_arena_t *a;
     yaml_document_t *doc;
     const char *file;
     sp_config_report_t *r;
+    size_t nodes; /* made so far, alias copies included */
 } conv_t;
 
 static const sp_cnode_t *convert(conv_t *c, yaml_node_t *y, int depth);
@@ -304,7 +306,7 @@ static bool convert_items(conv_t *c, sp_cnode_t *nd, yaml_node_t *y, int depth)
 static const sp_cnode_t *convert(conv_t *c, yaml_node_t *y, int depth)
 {
     unsigned line = (unsigned)y->start_mark.line + 1, col = (unsigned)y->start_mark.column + 1;
-    if (depth > MAX_DEPTH || ++c->a->nodes > MAX_NODES) {
+    if (depth > MAX_DEPTH || ++c->nodes > MAX_NODES) {
         sp__report(c->r, NULL, "%s:%u:%u: %s", c->file, line, col,
                    depth > MAX_DEPTH ? "nested too deeply" : "too many nodes (alias expansion?)");
         return NULL;
@@ -394,7 +396,7 @@ int sp__yaml_parse(sp_arena_t *a, const char *file, const char *text, size_t len
     unsigned before = r->count;
     int got = load_doc(&p, &doc, file, text, len, r);
     if (got == 1) {
-        conv_t c = {a, &doc, file, r};
+        conv_t c = {a, &doc, file, r, 0};
         *root = convert(&c, yaml_document_get_root_node(&doc), 0);
         yaml_document_delete(&doc);
         /* One document per file: a second one is almost surely a mistake. */

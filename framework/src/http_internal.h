@@ -231,7 +231,7 @@ struct sp_http_server {
     /* The timeouts sp_http_server_set_timeouts() may change while the
      * server runs; connections read these, not opts. */
     _Atomic int64_t header_timeout_ms, keepalive_timeout_ms;
-    char server_line[128];
+    char server_line[sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX];
     sp_logger_t *access; /* NULL unless opts.access_log */
     _Atomic bool stopping;
     _Atomic int conns;

@@ -23,7 +23,10 @@ static void fill_defaults(sp_http_server_opts_t *o)
 {
     fill_size(&o->max_request_line, SP_HTTP_DEFAULT_MAX_REQUEST_LINE);
     fill_size(&o->max_header_size, SP_HTTP_DEFAULT_MAX_HEADER_SIZE);
-    fill_size(&o->max_body, SP_HTTP_DEFAULT_MAX_BODY);
+    if (o->no_body)
+        o->max_body = 0; /* the parser's limit: any body byte is over it */
+    else
+        fill_size(&o->max_body, SP_HTTP_DEFAULT_MAX_BODY);
     if (o->max_headers <= 0)
         o->max_headers = SP_HTTP_DEFAULT_MAX_HEADERS;
     fill_ms(&o->header_timeout_ms, SP_HTTP_DEFAULT_HEADER_TIMEOUT_MS);
@@ -37,16 +40,21 @@ static void fill_defaults(sp_http_server_opts_t *o)
     o->tcp.nodelay = true;
 }
 
+int sp_http_server_check_name(const char *name)
+{
+    if (!sp__http_field_value_ok(name))
+        return -EINVAL;
+    return strlen(name) <= SP_HTTP_SERVER_NAME_MAX ? 0 : -ENAMETOOLONG;
+}
+
 static int server_line(sp_http_server_t *srv, const char *name)
 {
     if (!name)
         name = "spindle";
-    if (!sp__http_field_value_ok(name))
-        return -EINVAL;
-    int n = *name ? snprintf(srv->server_line, sizeof srv->server_line,
-                             "Server: %s\r\n", name)
-                  : 0;
-    return n < (int)sizeof srv->server_line ? 0 : -ENAMETOOLONG;
+    int rc = sp_http_server_check_name(name);
+    if (rc == 0 && *name)
+        snprintf(srv->server_line, sizeof srv->server_line, "Server: %s\r\n", name);
+    return rc;
 }
 
 void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_ms,

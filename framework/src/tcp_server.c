@@ -21,7 +21,6 @@
 #include "spindle/tcp_server.h"
 #include "spindle/timer.h"
 
-enum { MAX_ADDRS = 16 };
 #define BACKOFF_MIN_US 1000
 #define BACKOFF_MAX_US 1000000
 
@@ -45,7 +44,7 @@ struct sp_tcp_server {
     void *arg;
     sp_tcp_server_opts_t opts;
     int naddrs;
-    sp_addr_t addrs[MAX_ADDRS];
+    sp_addr_t addrs[SP_TCP_SERVER_MAX_ADDRS];
     acceptor_t *acceptors;
     int nacceptors;
     _Atomic bool stopping;
@@ -98,7 +97,7 @@ int sp_tcp_server_listen(sp_tcp_server_t *srv, const sp_addr_t *addr)
 {
     if (srv->started)
         return -EALREADY;
-    if (srv->naddrs == MAX_ADDRS)
+    if (srv->naddrs == SP_TCP_SERVER_MAX_ADDRS)
         return -ENOSPC;
     srv->addrs[srv->naddrs++] = *addr;
     return 0;

@@ -246,6 +246,9 @@ typedef struct sp_http_server_opts {
     size_t max_header_size;  /* header lines together; 16 KiB; over: 431 */
     int max_headers;         /* header lines; 100; over: 431 */
     size_t max_body;         /* request body (decoded); 1 MiB; over: 413 */
+    bool no_body;            /* refuse every request body (413), as a
+                                max_body of 0 would if 0 did not mean the
+                                default; max_body is then ignored */
     int64_t header_timeout_ms;    /* from a request's first byte to the end of
                                      its headers; 10 s; over: 408, close. Also
                                      bounds a new connection's wait for its
@@ -267,7 +270,7 @@ typedef struct sp_http_server_opts {
                                 so it is never held whole in memory */
     int max_conns;           /* open connections; 0 = unlimited; over: 503 */
     const char *server_name; /* Server header; NULL = "spindle", "" = none;
-                                control bytes (but tab): EINVAL */
+                                as sp_http_server_check_name() */
     bool access_log;         /* one INFO line per request on the logger
                                 "http.access": peer, method, target,
                                 status, body bytes sent, duration in µs */
@@ -287,7 +290,16 @@ typedef struct sp_http_server_opts {
 #define SP_HTTP_DEFAULT_BODY_DEADLINE_MS 120000
 #define SP_HTTP_DEFAULT_BUFFERED_BODIES 64 /* times max_body */
 
+/* Longest server_name, in bytes. */
+#define SP_HTTP_SERVER_NAME_MAX 117
+
 typedef struct sp_http_server sp_http_server_t;
+
+/* Whether sp_http_server_create takes `name` as its server_name: 0,
+ * -EINVAL (control bytes other than tab), -ENAMETOOLONG (longer than
+ * SP_HTTP_SERVER_NAME_MAX). For configurations checked before a server
+ * starts. */
+int sp_http_server_check_name(const char *name);
 
 typedef struct sp_http_server_stats {
     uint64_t connections; /* accepted and served */

@@ -53,7 +53,11 @@ typedef struct sp_tcp_server_stats {
 sp_tcp_server_t *sp_tcp_server_create(sp_iomanager_t *io, sp_conn_fn fn,
                                       void *arg,
                                       const sp_tcp_server_opts_t *opts);
-/* Listen on one more address (call before start). 0 or -errno. */
+/* Most addresses one server listens on. */
+#define SP_TCP_SERVER_MAX_ADDRS 16
+
+/* Listen on one more address (call before start). 0 or -errno: -EALREADY
+ * once started, -ENOSPC past SP_TCP_SERVER_MAX_ADDRS. */
 int sp_tcp_server_listen(sp_tcp_server_t *srv, const sp_addr_t *addr);
 /* How many addresses, and the bound address of the i-th (port 0 becomes
  * the port the kernel chose). */

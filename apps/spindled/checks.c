@@ -1,0 +1,234 @@
+/* spindled's checks beyond types and bounds: a value the worker could not
+ * use is refused where it is loaded, with its file:line:column (at start:
+ * exit 2; on SIGHUP: the old configuration stays), rather than found by a
+ * worker that then fails to start and is restarted again and again.
+ *
+ * Relative http.root and pid_file paths are taken from the directory
+ * spindled started in, as main.c resolves them (a daemon works in /). Unix
+ * socket paths are bound as written, so they are checked as written. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <spindle/http.h>
+#include <spindle/net.h>
+#include <spindle/tcp_server.h>
+
+#include "spindled.h"
+
+/* Refuse the value being checked: the reason into the check's `msg`, -1. */
+#define REFUSE(...) (snprintf(msg, len, __VA_ARGS__), -1)
+
+/* `text` fit for one line of a message: control bytes shown as '?', and
+ * at most 64 bytes of it. */
+static const char *shown(const char *text, char *buf, size_t size)
+{
+    enum { MAX_SHOWN = 64 };
+    size_t n = 0;
+    for (; text[n] && n < MAX_SHOWN && n + 4 < size; n++)
+        buf[n] = (unsigned char)text[n] < ' ' || text[n] == 0x7f ? '?' : text[n];
+    strcpy(buf + n, text[n] ? "..." : "");
+    return buf;
+}
+
+/* `path` taken from the start directory; NULL when too long. */
+static const char *from_start(const spindled_t *d, const char *path, char *buf,
+                              size_t size)
+{
+    if (*path == '/')
+        return path;
+    int n = snprintf(buf, size, "%s/%s", d->start_dir, path);
+    return n >= 0 && (size_t)n < size ? buf : NULL;
+}
+
+/* 0 when the directory that would hold `path` exists, else an errno. */
+static int no_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0; /* the current directory */
+    char dir[PATH_MAX];
+    int n = slash == path ? 1 : (int)(slash - path);
+    if (n >= (int)sizeof dir)
+        return ENAMETOOLONG;
+    snprintf(dir, sizeof dir, "%.*s", n, path);
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+static int root_usable(const char *path, const char *show, char *msg, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || (S_ISDIR(st.st_mode) && access(path, R_OK | X_OK) < 0))
+        return REFUSE("'%s': %s", show, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return REFUSE("'%s' is not a directory", show);
+    return 0;
+}
+
+static int pid_file_usable(const char *path, const char *show, char *msg, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return REFUSE("'%s' is a directory", show);
+    int err = no_parent(path);
+    return err ? REFUSE("the directory of '%s': %s", show, strerror(err)) : 0;
+}
+
+/* A path variable: "" (none) is fine; anything else is taken from the
+ * start directory and checked by `usable`. */
+static int check_path(const sp_cvalue_t *v, char *msg, size_t len, const spindled_t *d,
+                      int (*usable)(const char *, const char *, char *, size_t))
+{
+    char buf[PATH_MAX], show[80];
+    if (!*v->u.s)
+        return 0;
+    const char *path = from_start(d, v->u.s, buf, sizeof buf);
+    if (!path)
+        return REFUSE("path too long");
+    return usable(path, shown(v->u.s, show, sizeof show), msg, len);
+}
+
+static int check_root(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
+{
+    return check_path(v, msg, len, arg, root_usable);
+}
+
+static int check_pid_file(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
+{
+    return check_path(v, msg, len, arg, pid_file_usable);
+}
+
+static bool same_addr(const sp_addr_t *a, const sp_addr_t *b)
+{
+    return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
+}
+
+static bool is_wildcard(const sp_addr_t *a)
+{
+    if (sp_addr_family(a) == AF_INET)
+        return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return sp_addr_family(a) == AF_INET6 &&
+           IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr);
+}
+
+/* Whether two listening addresses would take each other's connections:
+ * with SO_REUSEPORT both binds succeed and the kernel shares the clients
+ * out. The same Unix path, or the same port on the same address or on a
+ * wildcard; port 0 (any free port) never clashes. */
+static bool clash(const sp_addr_t *a, const sp_addr_t *b)
+{
+    int port = sp_addr_port(a);
+    if (port == 0 || port != sp_addr_port(b))
+        return false;
+    return same_addr(a, b) || (port > 0 && (is_wildcard(a) || is_wildcard(b)));
+}
+
+/* Item `before` of a listen list, given the items before it (resolved
+ * into a[]). */
+static int check_address(const sp_strlist_t *list, size_t before, sp_addr_t *a, char *msg,
+                         size_t len)
+{
+    const char *text = list->items[before];
+    char show[80], show_i[80];
+    shown(text, show, sizeof show);
+    if (sp_addr_resolve(text, &a[before], 1) < 1)
+        return REFUSE("bad address '%s' (host:port, [v6]:port or unix:/path)", show);
+    if (sp_addr_family(&a[before]) == AF_UNIX) {
+        int err = no_parent(((const struct sockaddr_un *)&a[before].ss)->sun_path);
+        if (err)
+            return REFUSE("the directory of '%s': %s", show, strerror(err));
+    }
+    for (size_t i = 0; i < before; i++)
+        if (clash(&a[i], &a[before]))
+            return REFUSE("'%s' clashes with '%s' before it", show,
+                          shown(list->items[i], show_i, sizeof show_i));
+    return 0;
+}
+
+/* arg: the server's section name, for the hint. */
+static int check_listen(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
+{
+    const sp_strlist_t *l = v->u.list;
+    sp_addr_t a[SP_TCP_SERVER_MAX_ADDRS];
+    if (l->n == 0)
+        return REFUSE("no address (to turn the server off: %s.enabled: false)",
+                      (const char *)arg);
+    if (l->n > SP_TCP_SERVER_MAX_ADDRS)
+        return REFUSE("%zu addresses, at most %d", l->n, SP_TCP_SERVER_MAX_ADDRS);
+    for (size_t i = 0; i < l->n; i++)
+        if (check_address(l, i, a, msg, len) < 0)
+            return -1;
+    return 0;
+}
+
+static int check_server_name(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
+{
+    (void)arg;
+    int rc = sp_http_server_check_name(v->u.s);
+    if (rc == -EINVAL)
+        return REFUSE("control bytes (other than tab) cannot go in a header");
+    if (rc < 0)
+        return REFUSE("%zu bytes, at most %d", strlen(v->u.s), SP_HTTP_SERVER_NAME_MAX);
+    return 0;
+}
+
+int spindled_check_servers(const spindled_t *d)
+{
+    const spindled_vars_t *v = &d->v;
+    if (!sp_cvar_bool(v->http_enabled) || !sp_cvar_bool(v->echo_enabled))
+        return 0;
+    const sp_strlist_t *h = sp_cvar_list(v->http_listen), *e = sp_cvar_list(v->echo_listen);
+    /* Both lists passed their checks (at most 16 addresses that resolve);
+     * a name that stops resolving now is left to the worker. */
+    sp_addr_t ha[SP_TCP_SERVER_MAX_ADDRS], ea;
+    bool ok[SP_TCP_SERVER_MAX_ADDRS];
+    size_t hn = h->n < SP_TCP_SERVER_MAX_ADDRS ? h->n : SP_TCP_SERVER_MAX_ADDRS;
+    for (size_t j = 0; j < hn; j++)
+        ok[j] = sp_addr_resolve(h->items[j], &ha[j], 1) == 1;
+    for (size_t i = 0; i < e->n; i++) {
+        if (sp_addr_resolve(e->items[i], &ea, 1) != 1)
+            continue;
+        for (size_t j = 0; j < hn; j++) {
+            char se[80], sh[80];
+            if (!ok[j] || !clash(&ea, &ha[j]))
+                continue;
+            fprintf(stderr, "%s: %s: echo.listen: '%s' clashes with '%s' of http.listen (%s)\n",
+                    spindled_name, sp_cvar_source(v->echo_listen),
+                    shown(e->items[i], se, sizeof se), shown(h->items[j], sh, sizeof sh),
+                    sp_cvar_source(v->http_listen));
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+int spindled_add_checks(spindled_t *d)
+{
+    if (!getcwd(d->start_dir, sizeof d->start_dir))
+        return -errno;
+    const struct {
+        sp_cvar_t *v;
+        sp_cvar_check_fn fn;
+        void *arg;
+    } checks[] = {
+        {d->v.pid_file, check_pid_file, d},
+        {d->v.http_listen, check_listen, "http"},
+        {d->v.http_root, check_root, d},
+        {d->v.http_server_name, check_server_name, NULL},
+        {d->v.echo_listen, check_listen, "echo"},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        int rc = sp_cvar_set_check(checks[i].v, checks[i].fn, checks[i].arg);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
