@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,7 +29,14 @@ typedef struct supervisor {
     sp_logger_t *log;
     pid_t child;
     bool stopping;
+    bool notify_ready;
+    bool served;    /* a worker called sp_daemon_ready() */
+    int ready_rd;   /* read end of the live worker's ready pipe, or -1 */
+    int fast_fails; /* workers in a row that failed within the crash window */
 } supervisor_t;
+
+/* In the worker: the write end of its ready pipe, or -1. */
+static int ready_fd = -1;
 
 void sp_daemon_signals(sigset_t *set)
 {
@@ -132,8 +140,30 @@ static void finish_detach(int verdict_fd, bool ok)
 
 /* ---- the worker process -------------------------------------------------- */
 
-static void run_worker(supervisor_t *s)
+void sp_daemon_ready(void)
 {
+    if (ready_fd < 0)
+        return;
+    ssize_t n = write(ready_fd, "1", 1);
+    (void)n; /* cannot fail: one byte into an empty pipe */
+    close(ready_fd);
+    ready_fd = -1;
+}
+
+/* An orphan would keep serving beside the next instance, which finds the
+ * pid lock free, and no signal would reach it: die with the supervisor.
+ * SIGKILL, not a graceful stop: a supervisor that ends without stopping us
+ * was killed, and a drain could outlast the start of its successor. The
+ * getppid() check covers a supervisor that died before the prctl. */
+static void die_with(pid_t supervisor)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != supervisor)
+        _exit(1);
+}
+
+static void run_worker(supervisor_t *s, pid_t supervisor)
+{
+    die_with(supervisor);
     if (s->pid_fd >= 0)
         close(s->pid_fd); /* our copy; the lock is the supervisor's */
     /* SIGCHLD back to normal; SIGTERM, SIGINT and SIGHUP stay blocked (a
@@ -149,12 +179,35 @@ static void run_worker(supervisor_t *s)
     _exit(status);
 }
 
+/* The ready pipe: the worker writes one byte once it serves. Non-blocking:
+ * the supervisor reads it after the worker died, when a process the worker
+ * started might still hold the write end. */
+static int ready_pipe(supervisor_t *s, int p[2])
+{
+    p[0] = p[1] = -1;
+    if (!s->notify_ready || pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0)
+        return 0;
+    SP_LOG_ERROR(s->log, "%s: pipe: %s", s->name, strerror(errno));
+    return -1;
+}
+
 static pid_t spawn(supervisor_t *s)
 {
+    int p[2];
+    if (ready_pipe(s, p) < 0)
+        return -1;
+    pid_t supervisor = getpid();
     fflush(NULL); /* or the child would write our buffered output again */
     pid_t pid = fork();
-    if (pid == 0)
-        run_worker(s);
+    if (pid == 0) {
+        if (p[0] >= 0)
+            close(p[0]);
+        ready_fd = p[1];
+        run_worker(s, supervisor);
+    }
+    if (p[1] >= 0)
+        close(p[1]);
+    s->ready_rd = p[0];
     if (pid < 0)
         SP_LOG_ERROR(s->log, "%s: fork: %s", s->name, strerror(errno));
     else
@@ -180,16 +233,29 @@ static void forward(supervisor_t *s, int sig)
         kill(s->child, sig);
 }
 
-static void log_death(supervisor_t *s, pid_t pid, int status)
+static bool abnormal(int status)
+{
+    return WIFSIGNALED(status) || WEXITSTATUS(status) != 0;
+}
+
+/* "killed by signal 9 (Killed)" or "exited with status 1". */
+static void describe(int status, char *buf, size_t size)
 {
     if (WIFSIGNALED(status))
-        SP_LOG_WARN(s->log, "%s: worker %ld killed by signal %d (%s)", s->name, (long)pid,
-                    WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else if (WEXITSTATUS(status) != 0)
-        SP_LOG_WARN(s->log, "%s: worker %ld exited with status %d", s->name, (long)pid,
-                    WEXITSTATUS(status));
+        snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
-        SP_LOG_INFO(s->log, "%s: worker %ld exited", s->name, (long)pid);
+        snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+}
+
+static void log_death(supervisor_t *s, pid_t pid, int status)
+{
+    char why[96];
+    describe(status, why, sizeof why);
+    if (abnormal(status))
+        SP_LOG_WARN(s->log, "%s: worker %ld %s", s->name, (long)pid, why);
+    else
+        SP_LOG_INFO(s->log, "%s: worker %ld %s", s->name, (long)pid, why);
 }
 
 /* Wait for the worker to die, forwarding signals meanwhile; its status. */
@@ -231,15 +297,44 @@ static bool wait_backoff(supervisor_t *s, int64_t us)
     return !s->stopping;
 }
 
-static bool abnormal(int status)
-{
-    return WIFSIGNALED(status) || WEXITSTATUS(status) != 0;
-}
-
 /* Exit status of a worker for the supervisor's own exit. */
 static int exit_code(int status)
 {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Did the worker that just died call sp_daemon_ready()? The byte it wrote
+ * is still in the pipe. */
+static bool was_ready(supervisor_t *s)
+{
+    if (s->ready_rd < 0)
+        return false;
+    char c;
+    bool ready = read(s->ready_rd, &c, 1) == 1;
+    close(s->ready_rd);
+    s->ready_rd = -1;
+    return ready;
+}
+
+/* Restarting cannot help a worker that fails at start (an address in use,
+ * a missing directory): it would only fill the log, forever. */
+static bool give_up(supervisor_t *s, int status, bool ready, int64_t uptime)
+{
+    s->served |= ready;
+    s->fast_fails = uptime < SP_DAEMON_CRASH_WINDOW_US ? s->fast_fails + 1 : 0;
+    char why[96];
+    describe(status, why, sizeof why);
+    if (s->notify_ready && !s->served) {
+        SP_LOG_ERROR(s->log, "%s: the worker could not start (%s); not restarting it",
+                     s->name, why);
+        return true;
+    }
+    if (s->fast_fails < SP_DAEMON_CRASH_LOOP)
+        return false;
+    SP_LOG_ERROR(s->log, "%s: %d workers in a row failed within %d ms of their start; "
+                 "giving up (last: %s)", s->name, s->fast_fails,
+                 SP_DAEMON_CRASH_WINDOW_US / 1000, why);
+    return true;
 }
 
 static int supervise(supervisor_t *s)
@@ -250,9 +345,11 @@ static int supervise(supervisor_t *s)
         if ((s->child = spawn(s)) < 0)
             return 1;
         int status = wait_worker(s);
-        if (s->stopping || !abnormal(status))
+        bool ready = was_ready(s);
+        int64_t uptime = now_us() - started;
+        if (s->stopping || !abnormal(status) || give_up(s, status, ready, uptime))
             return exit_code(status);
-        if (now_us() - started >= s->stable)
+        if (uptime >= s->stable)
             backoff = s->backoff_min;
         SP_LOG_INFO(s->log, "%s: restarting the worker in %lld ms", s->name,
                     (long long)(backoff / 1000));
@@ -293,6 +390,8 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
         .arg = arg,
         .pid_fd = -1,
         .log = sp_logger("spindle.daemon"),
+        .notify_ready = opts->notify_ready,
+        .ready_rd = -1,
     };
     char pid_path[PATH_MAX] = "";
     bool has_pid_file = opts->pid_file && *opts->pid_file;
