@@ -698,6 +698,26 @@ START_TEST(shipped_config_second_instance_refused)
 }
 END_TEST
 
+/* -d: the original process waits for the first worker to serve, so a
+ * detached start on a busy port fails too, with the reason. */
+START_TEST(detached_start_on_busy_port_exits_1)
+{
+    write_config("");
+    proc_t a;
+    start_daemon(&a);
+    char pid_file[224], http[64], out[1024], err[4096], want[128];
+    snprintf(pid_file, sizeof pid_file, "spindle.pid_file=%s/b.pid", dir);
+    snprintf(http, sizeof http, "http.listen=[127.0.0.1:%d]", a.http_port);
+    const char *args[] = {"-c", conf_path, "-d", "-s", pid_file, "-s", http, NULL};
+    ck_assert_int_eq(run_to_end(args, out, sizeof out, err, sizeof err), 1);
+    snprintf(want, sizeof want, "http.listen [127.0.0.1:%d]: Address already in use",
+             a.http_port);
+    ck_assert_msg(strstr(err, want), "no '%s' in: %s", want, err);
+    ck_assert_msg(strstr(err, "not restarting"), "got: %s", err);
+    stop_daemon(&a);
+}
+END_TEST
+
 START_TEST(reuse_port_shares_a_port_when_asked)
 {
     write_config("");
@@ -837,6 +857,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_config_names_file_line_column);
     tcase_add_test(tc, detached_daemon_holds_pid_file);
     tcase_add_test(tc, shipped_config_second_instance_refused);
+    tcase_add_test(tc, detached_start_on_busy_port_exits_1);
     tcase_add_test(tc, reuse_port_shares_a_port_when_asked);
     tcase_add_test(tc, supervisor_killed_takes_worker_down);
     tcase_add_test(tc, crash_loop_stops_restarts);

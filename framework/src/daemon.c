@@ -1,16 +1,18 @@
 /* The daemon runner: detaching, and the supervisor loop that forks the
  * worker, restarts it with back-off and forwards stop/reload signals.
  *
- * The supervisor is one plain thread taking every signal with sigwait /
- * sigtimedwait (SIGCHLD included), so there are no signal handlers and no
- * races between "the worker died" and "stop was asked for". */
+ * The supervisor is one plain thread taking every signal from a signalfd
+ * or sigtimedwait (SIGCHLD included), so there are no signal handlers and
+ * no races between "the worker died" and "stop was asked for". */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,13 +32,20 @@ typedef struct supervisor {
     pid_t child;
     bool stopping;
     bool notify_ready;
-    bool served;    /* a worker called sp_daemon_ready() */
-    int ready_rd;   /* read end of the live worker's ready pipe, or -1 */
-    int fast_fails; /* workers in a row that failed within the crash window */
+    bool served;       /* a worker called sp_daemon_ready() */
+    int ready_rd;      /* read end of the live worker's ready pipe, or -1 */
+    int fast_fails;    /* workers in a row that failed within the crash window */
+    int sig_fd;        /* signalfd of supervisor_signals() */
+    int verdict_fd;    /* detaching: the original process waits for the
+                          first worker to serve; -1 once told */
 } supervisor_t;
 
-/* In the worker: the write end of its ready pipe, or -1. */
-static int ready_fd = -1;
+/* In the worker: the write end of its ready pipe (or -1), and whether its
+ * stdio is still that of a start that is detaching. */
+static struct {
+    int fd;
+    bool detaching;
+} ready = {-1, false};
 
 void sp_daemon_signals(sigset_t *set)
 {
@@ -119,15 +128,8 @@ static int detach(const char *name)
     return p[1];
 }
 
-/* After the pid file is ours: tell the original process, then drop the
- * terminal's stdio (messages until here still reached the user). */
-static void finish_detach(int verdict_fd, bool ok)
+static void null_stdio(void)
 {
-    if (verdict_fd < 0)
-        return;
-    ssize_t n = write(verdict_fd, ok ? "0" : "1", 1);
-    (void)n; /* the original process exits 1 when it reads nothing */
-    close(verdict_fd);
     int null = open("/dev/null", O_RDWR);
     if (null < 0)
         return;
@@ -138,16 +140,32 @@ static void finish_detach(int verdict_fd, bool ok)
         close(null);
 }
 
+/* Once the daemon holds its pid file (and with notify_ready once its first
+ * worker serves): tell the original process, then drop the terminal's
+ * stdio (messages until here still reached the user). */
+static void finish_detach(int verdict_fd, bool ok)
+{
+    if (verdict_fd < 0)
+        return;
+    sp_log_flush(); /* the reason of a failure still reaches the terminal */
+    ssize_t n = write(verdict_fd, ok ? "0" : "1", 1);
+    (void)n; /* the original process exits 1 when it reads nothing */
+    close(verdict_fd);
+    null_stdio();
+}
+
 /* ---- the worker process -------------------------------------------------- */
 
 void sp_daemon_ready(void)
 {
-    if (ready_fd < 0)
+    if (ready.fd < 0)
         return;
-    ssize_t n = write(ready_fd, "1", 1);
+    ssize_t n = write(ready.fd, "1", 1);
     (void)n; /* cannot fail: one byte into an empty pipe */
-    close(ready_fd);
-    ready_fd = -1;
+    close(ready.fd);
+    ready.fd = -1;
+    if (ready.detaching)
+        null_stdio(); /* as the supervisor does on this byte */
 }
 
 /* An orphan would keep serving beside the next instance, which finds the
@@ -166,6 +184,10 @@ static void run_worker(supervisor_t *s, pid_t supervisor)
     die_with(supervisor);
     if (s->pid_fd >= 0)
         close(s->pid_fd); /* our copy; the lock is the supervisor's */
+    close(s->sig_fd);
+    ready.detaching = s->verdict_fd >= 0;
+    if (ready.detaching)
+        close(s->verdict_fd); /* the supervisor gives the verdict */
     /* SIGCHLD back to normal; SIGTERM, SIGINT and SIGHUP stay blocked (a
      * stop sent right after the fork waits for the worker's sigwait). */
     signal(SIGCHLD, SIG_DFL);
@@ -202,7 +224,7 @@ static pid_t spawn(supervisor_t *s)
     if (pid == 0) {
         if (p[0] >= 0)
             close(p[0]);
-        ready_fd = p[1];
+        ready.fd = p[1];
         run_worker(s, supervisor);
     }
     if (p[1] >= 0)
@@ -258,15 +280,40 @@ static void log_death(supervisor_t *s, pid_t pid, int status)
         SP_LOG_INFO(s->log, "%s: worker %ld %s", s->name, (long)pid, why);
 }
 
+/* The live worker's ready byte, or the EOF of its death. */
+static void take_ready(supervisor_t *s)
+{
+    char c;
+    bool ready = read(s->ready_rd, &c, 1) == 1;
+    close(s->ready_rd);
+    s->ready_rd = -1;
+    if (!ready)
+        return;
+    s->served = true;
+    finish_detach(s->verdict_fd, true);
+    s->verdict_fd = -1;
+}
+
+/* The next signal; the worker's ready pipe is watched meanwhile. */
+static int next_signal(supervisor_t *s)
+{
+    for (;;) {
+        struct pollfd p[2] = {{s->sig_fd, POLLIN, 0}, {s->ready_rd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0)
+            continue; /* EINTR */
+        if (p[1].revents)
+            take_ready(s);
+        struct signalfd_siginfo si;
+        if ((p[0].revents & POLLIN) && read(s->sig_fd, &si, sizeof si) == sizeof si)
+            return (int)si.ssi_signo;
+    }
+}
+
 /* Wait for the worker to die, forwarding signals meanwhile; its status. */
 static int wait_worker(supervisor_t *s)
 {
-    sigset_t set;
-    supervisor_signals(&set);
     for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0)
-            continue;
+        int sig = next_signal(s);
         if (sig != SIGCHLD) {
             forward(s, sig);
             continue;
@@ -303,24 +350,10 @@ static int exit_code(int status)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Did the worker that just died call sp_daemon_ready()? The byte it wrote
- * is still in the pipe. */
-static bool was_ready(supervisor_t *s)
-{
-    if (s->ready_rd < 0)
-        return false;
-    char c;
-    bool ready = read(s->ready_rd, &c, 1) == 1;
-    close(s->ready_rd);
-    s->ready_rd = -1;
-    return ready;
-}
-
 /* Restarting cannot help a worker that fails at start (an address in use,
  * a missing directory): it would only fill the log, forever. */
-static bool give_up(supervisor_t *s, int status, bool ready, int64_t uptime)
+static bool give_up(supervisor_t *s, int status, int64_t uptime)
 {
-    s->served |= ready;
     s->fast_fails = uptime < SP_DAEMON_CRASH_WINDOW_US ? s->fast_fails + 1 : 0;
     char why[96];
     describe(status, why, sizeof why);
@@ -345,9 +378,10 @@ static int supervise(supervisor_t *s)
         if ((s->child = spawn(s)) < 0)
             return 1;
         int status = wait_worker(s);
-        bool ready = was_ready(s);
+        if (s->ready_rd >= 0) /* its death came first: the byte may be there */
+            take_ready(s);
         int64_t uptime = now_us() - started;
-        if (s->stopping || !abnormal(status) || give_up(s, status, ready, uptime))
+        if (s->stopping || !abnormal(status) || give_up(s, status, uptime))
             return exit_code(status);
         if (uptime >= s->stable)
             backoff = s->backoff_min;
@@ -359,7 +393,7 @@ static int supervise(supervisor_t *s)
     }
 }
 
-/* Nothing to do: SIGCHLD only needs to be queued for sigwait, and an
+/* Nothing to do: SIGCHLD only needs to be queued for the signalfd, and an
  * ignored (default) SIGCHLD may be discarded on some systems. */
 static void on_chld(int sig)
 {
@@ -374,7 +408,12 @@ static int run_supervised(supervisor_t *s)
     struct sigaction sa = {.sa_handler = on_chld};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGCHLD, &sa, NULL);
+    if ((s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+        SP_LOG_ERROR(s->log, "%s: signalfd: %s", s->name, strerror(errno));
+        return 1;
+    }
     int rc = supervise(s);
+    close(s->sig_fd);
     SP_LOG_INFO(s->log, "%s: supervisor exits (%d)", s->name, rc);
     return rc;
 }
@@ -392,6 +431,8 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
         .log = sp_logger("spindle.daemon"),
         .notify_ready = opts->notify_ready,
         .ready_rd = -1,
+        .sig_fd = -1,
+        .verdict_fd = -1,
     };
     char pid_path[PATH_MAX] = "";
     bool has_pid_file = opts->pid_file && *opts->pid_file;
@@ -406,13 +447,18 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
         finish_detach(verdict_fd, false);
         return 1;
     }
-    finish_detach(verdict_fd, true);
     int rc;
     if (opts->no_supervisor) {
+        finish_detach(verdict_fd, true);
         sp_daemon_block_signals();
         rc = worker(arg);
     } else {
+        if (s.notify_ready)
+            s.verdict_fd = verdict_fd; /* told when the first worker serves */
+        else
+            finish_detach(verdict_fd, true);
         rc = run_supervised(&s);
+        finish_detach(s.verdict_fd, false); /* it never served */
     }
     sp__pidfile_release(s.pid_fd, pid_path);
     return rc;

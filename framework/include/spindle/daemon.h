@@ -76,7 +76,9 @@ typedef struct sp_daemon_opts {
  * instance or cannot be written (the message is on stderr and the log),
  * the last worker's status when the supervisor gave up (see Restarts).
  * With detach, the original process exits 0 inside this call once the
- * daemon holds its pid file, or 1 if it could not. Never returns in the
+ * daemon holds its pid file (with notify_ready: and its first worker
+ * called sp_daemon_ready()), or 1 if it could not; the terminal's stdio
+ * is kept until then, so the reason of a failure reaches the user. Never returns in the
  * worker: it exits with worker()'s status. */
 int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg);
 
