@@ -168,9 +168,12 @@ static int start(servers_t *s)
         return bind_failed(rc, v->echo_listen);
     app_print_all(&app_http_ops, s->http, "http");
     app_print_all(&app_tcp_ops, s->echo, "echo");
+    fflush(stdout);
+    /* Before "worker pid": whoever reads that line (a test) knows the
+     * supervisor will count this worker as started. */
+    sp_daemon_ready();
     printf("worker pid %ld\n", (long)getpid());
     fflush(stdout);
-    sp_daemon_ready();
     return 0;
 }
 

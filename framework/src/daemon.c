@@ -351,13 +351,15 @@ static int exit_code(int status)
 }
 
 /* Restarting cannot help a worker that fails at start (an address in use,
- * a missing directory): it would only fill the log, forever. */
+ * a missing directory): it would only fill the log, forever. A first
+ * worker killed by a signal before it served is restarted: the signal
+ * came from outside (or is a crash, which the crash loop bounds). */
 static bool give_up(supervisor_t *s, int status, int64_t uptime)
 {
     s->fast_fails = uptime < SP_DAEMON_CRASH_WINDOW_US ? s->fast_fails + 1 : 0;
     char why[96];
     describe(status, why, sizeof why);
-    if (s->notify_ready && !s->served) {
+    if (s->notify_ready && !s->served && WIFEXITED(status)) {
         SP_LOG_ERROR(s->log, "%s: the worker could not start (%s); not restarting it",
                      s->name, why);
         return true;

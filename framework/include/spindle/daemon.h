@@ -24,8 +24,8 @@
  * exiting with the last worker's status (128 + signal when killed), when
  * SP_DAEMON_CRASH_LOOP workers in a row fail within
  * SP_DAEMON_CRASH_WINDOW_US of their start, and with notify_ready when the
- * first worker fails before it called sp_daemon_ready() (it could not
- * start: an address in use, say; retrying would not help).
+ * first worker exits non-zero before it called sp_daemon_ready() (it could
+ * not start: an address in use, say; retrying would not help).
  *
  * The worker dies with the supervisor: it gets SIGKILL when the
  * supervisor ends without stopping it (killed with SIGKILL, say), so no
