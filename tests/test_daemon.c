@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -130,8 +131,9 @@ typedef struct proc {
     long worker;
 } proc_t;
 
-/* Start spindled with args (NULL-terminated, after argv[0]). */
-static void spawn(proc_t *p, const char *const *args)
+/* Start spindled in directory cwd (NULL: ours) with args (NULL-terminated,
+ * after argv[0]). */
+static void spawn_in(proc_t *p, const char *cwd, const char *const *args)
 {
     const char *argv[16] = {"spindled"};
     int n = 1;
@@ -153,6 +155,8 @@ static void spawn(proc_t *p, const char *const *args)
         close(err[0]);
         close(out[1]);
         close(err[1]);
+        if (cwd && chdir(cwd) < 0)
+            _exit(126);
         execv(SPINDLED, (char *const *)argv);
         _exit(127);
     }
@@ -161,6 +165,11 @@ static void spawn(proc_t *p, const char *const *args)
     close(err[1]);
     p->out = out[0];
     p->err = err[0];
+}
+
+static void spawn(proc_t *p, const char *const *args)
+{
+    spawn_in(p, NULL, args);
 }
 
 /* The next stdout line (without '\n') within the deadline, or NULL. */
@@ -532,12 +541,13 @@ START_TEST(bad_reload_keeps_old_configuration)
 }
 END_TEST
 
-/* Run spindled to completion with args; its exit status, stdout in out. */
-static int run_to_end(const char *const *args, char *out, size_t size, char *err,
-                      size_t esize)
+/* Run spindled in cwd (NULL: ours) to completion with args; its exit
+ * status, stdout in out. */
+static int run_in_to_end(const char *cwd, const char *const *args, char *out, size_t size,
+                         char *err, size_t esize)
 {
     proc_t p;
-    spawn(&p, args);
+    spawn_in(&p, cwd, args);
     size_t len = 0;
     int64_t deadline = now_ms() + 10000;
     struct pollfd pfd = {p.out, POLLIN, 0};
@@ -553,6 +563,12 @@ static int run_to_end(const char *const *args, char *out, size_t size, char *err
     close_proc(&p);
     ck_assert_int_ne(status, -1);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_to_end(const char *const *args, char *out, size_t size, char *err,
+                      size_t esize)
+{
+    return run_in_to_end(NULL, args, out, size, err, esize);
 }
 
 START_TEST(print_config_shows_sources_and_precedence)
@@ -631,6 +647,199 @@ START_TEST(detached_daemon_holds_pid_file)
 }
 END_TEST
 
+/* ---- one instance per port, and it dies with its supervisor ---------------- */
+
+/* A directory to start spindled in, as from a checkout: conf/ is the
+ * shipped one (conf/spindle.yml and conf/www). */
+static void checkout(const char *name, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s", dir, name);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    char conf[256];
+    snprintf(conf, sizeof conf, "%s/conf", path);
+    ck_assert_int_eq(symlink(SPINDLE_CONF_DIR, conf), 0);
+}
+
+START_TEST(shipped_config_second_instance_refused)
+{
+    char here[128], there[128];
+    checkout("a", here, sizeof here);
+    checkout("b", there, sizeof there);
+    /* The shipped ports may be busy on this machine: port 0 for the first. */
+    const char *args[] = {"-c", "conf/spindle.yml", "-s", "http.listen=[127.0.0.1:0]",
+                          "-s", "echo.listen=[127.0.0.1:0]", NULL};
+    proc_t a;
+    spawn_in(&a, here, args);
+    ck_assert_msg(await_worker(&a, now_ms() + 10000), "spindled did not start");
+    /* The shipped pid file, under the start directory. */
+    char pid_file[192];
+    snprintf(pid_file, sizeof pid_file, "%s/run/spindled.pid", here);
+    ck_assert_int_eq(sp_daemon_read_pid(pid_file), a.pid);
+    char out[1024], err[4096];
+    /* The same command again: refused by the pid lock. */
+    ck_assert_int_eq(run_in_to_end(here, args, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "already running"), "got: %s", err);
+    /* From elsewhere (its own pid file), on the first one's ports: refused
+     * by the kernel, at once, since the ports are not shared. */
+    char http[64], echo[64], want[128];
+    snprintf(http, sizeof http, "http.listen=[127.0.0.1:%d]", a.http_port);
+    snprintf(echo, sizeof echo, "echo.listen=[127.0.0.1:%d]", a.echo_port);
+    const char *same_ports[] = {"-c", "conf/spindle.yml", "-s", http, "-s", echo, NULL};
+    ck_assert_int_eq(run_in_to_end(there, same_ports, out, sizeof out, err, sizeof err), 1);
+    snprintf(want, sizeof want, "http.listen [127.0.0.1:%d]: Address already in use",
+             a.http_port);
+    ck_assert_msg(strstr(err, want), "no '%s' in: %s", want, err);
+    ck_assert_msg(strstr(err, "not restarting"), "got: %s", err);
+    ck_assert_msg(!strstr(out, "listening on"), "it listened: %s", out);
+    /* Every connection still reaches the first one. */
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(status_field(a.http_port, "pid"), a.worker);
+    stop_daemon(&a);
+}
+END_TEST
+
+/* -d: the original process waits for the first worker to serve, so a
+ * detached start on a busy port fails too, with the reason. */
+START_TEST(detached_start_on_busy_port_exits_1)
+{
+    write_config("");
+    proc_t a;
+    start_daemon(&a);
+    char pid_file[224], http[64], out[1024], err[4096], want[128];
+    snprintf(pid_file, sizeof pid_file, "spindle.pid_file=%s/b.pid", dir);
+    snprintf(http, sizeof http, "http.listen=[127.0.0.1:%d]", a.http_port);
+    const char *args[] = {"-c", conf_path, "-d", "-s", pid_file, "-s", http, NULL};
+    ck_assert_int_eq(run_to_end(args, out, sizeof out, err, sizeof err), 1);
+    snprintf(want, sizeof want, "http.listen [127.0.0.1:%d]: Address already in use",
+             a.http_port);
+    ck_assert_msg(strstr(err, want), "no '%s' in: %s", want, err);
+    ck_assert_msg(strstr(err, "not restarting"), "got: %s", err);
+    stop_daemon(&a);
+}
+END_TEST
+
+START_TEST(reuse_port_shares_a_port_when_asked)
+{
+    write_config("");
+    const char *args[] = {"-c", conf_path, "-s", "spindle.reuse_port=true", NULL};
+    proc_t a, b;
+    spawn(&a, args);
+    ck_assert(await_worker(&a, now_ms() + 10000));
+    char pid_file[224], http[64], echo[64];
+    snprintf(pid_file, sizeof pid_file, "spindle.pid_file=%s/b.pid", dir);
+    snprintf(http, sizeof http, "http.listen=[127.0.0.1:%d]", a.http_port);
+    snprintf(echo, sizeof echo, "echo.listen=[127.0.0.1:%d]", a.echo_port);
+    const char *args_b[] = {"-c", conf_path, "-s", "spindle.reuse_port=true", "-s", pid_file,
+                            "-s", http, "-s", echo, NULL};
+    spawn(&b, args_b);
+    ck_assert_msg(await_worker(&b, now_ms() + 10000), "the second one did not start");
+    ck_assert_int_eq(b.http_port, a.http_port);
+    stop_daemon(&b);
+    stop_daemon(&a);
+}
+END_TEST
+
+START_TEST(supervisor_killed_takes_worker_down)
+{
+    write_config("");
+    proc_t p;
+    start_daemon(&p);
+    pid_t worker = (pid_t)p.worker;
+    track(worker, true);
+    int64_t killed = now_ms();
+    ck_assert_int_eq(kill(p.pid, SIGKILL), 0);
+    int status = wait_exit(p.pid, 5000);
+    ck_assert(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    ck_assert_msg(await_gone(worker, left_ms(killed + 1000)),
+                  "the worker outlived its supervisor by 1 s");
+    track(worker, false);
+    ck_assert_int_lt(connect_port(p.http_port), 0);
+    close_proc(&p);
+}
+END_TEST
+
+START_TEST(crash_loop_stops_restarts)
+{
+    char root[128], root_arg[160];
+    snprintf(root, sizeof root, "%s/www", dir);
+    ck_assert_int_eq(mkdir(root, 0755), 0);
+    snprintf(root_arg, sizeof root_arg, "http.root=%s", root);
+    write_config("");
+    const char *args[] = {"-c", conf_path, "-s", root_arg,
+                          "-s", "spindle.restart_backoff_min=10ms",
+                          "-s", "spindle.restart_backoff_max=20ms", NULL};
+    proc_t p;
+    spawn(&p, args);
+    ck_assert(await_worker(&p, now_ms() + 10000));
+    /* Every worker started from now on fails at once. */
+    ck_assert_int_eq(rmdir(root), 0);
+    ck_assert_int_eq(kill((pid_t)p.worker, SIGKILL), 0);
+    int status = wait_exit(p.pid, 10000);
+    ck_assert_msg(status != -1, "the supervisor kept restarting the worker");
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    static char err[32768];
+    read_err(&p, err, sizeof err);
+    char want[128];
+    snprintf(want, sizeof want, "%d workers in a row failed within 1000 ms",
+             SP_DAEMON_CRASH_LOOP);
+    ck_assert_msg(strstr(err, want), "no '%s' in: %s", want, err);
+    ck_assert_msg(strstr(err, "giving up (last: exited with status 1)"), "got: %s", err);
+    close_proc(&p);
+}
+END_TEST
+
+/* ---- the pid file ------------------------------------------------------------ */
+
+static bool file_holds(const char *path, const char *text)
+{
+    char buf[64] = "";
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strcmp(buf, text) == 0;
+}
+
+START_TEST(pid_file_link_refused)
+{
+    char target[160], out[512], err[2048];
+    snprintf(target, sizeof target, "%s/precious", dir);
+    write_file(target, "keep\n");
+    write_config("");
+    const char *args[] = {"-c", conf_path, NULL};
+    ck_assert_int_eq(symlink(target, pid_path), 0);
+    ck_assert_int_eq(run_to_end(args, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "refused: it is a symbolic link"), "got: %s", err);
+    ck_assert(file_holds(target, "keep\n"));
+    ck_assert_int_eq(unlink(pid_path), 0);
+    ck_assert_int_eq(link(target, pid_path), 0);
+    ck_assert_int_eq(run_to_end(args, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "single link"), "got: %s", err);
+    ck_assert(file_holds(target, "keep\n"));
+}
+END_TEST
+
+START_TEST(pid_file_directory_writable_by_others_refused)
+{
+    char pub[128], pid_arg[192], out[512], err[2048];
+    snprintf(pub, sizeof pub, "%s/pub", dir);
+    ck_assert_int_eq(mkdir(pub, 0755), 0);
+    ck_assert_int_eq(chmod(pub, 0777), 0);
+    snprintf(pid_arg, sizeof pid_arg, "spindle.pid_file=%s/spindled.pid", pub);
+    write_config("");
+    const char *args[] = {"-c", conf_path, "-s", pid_arg, NULL};
+    ck_assert_int_eq(run_to_end(args, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "writable by others and not sticky"), "got: %s", err);
+    /* Sticky, like /tmp: nobody else can remove or rename our file. */
+    ck_assert_int_eq(chmod(pub, 01777), 0);
+    proc_t p;
+    spawn(&p, args);
+    ck_assert_msg(await_worker(&p, now_ms() + 10000), "spindled did not start");
+    stop_daemon(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -647,6 +856,13 @@ static Suite *suite(void)
     tcase_add_test(tc, print_config_shows_sources_and_precedence);
     tcase_add_test(tc, bad_config_names_file_line_column);
     tcase_add_test(tc, detached_daemon_holds_pid_file);
+    tcase_add_test(tc, shipped_config_second_instance_refused);
+    tcase_add_test(tc, detached_start_on_busy_port_exits_1);
+    tcase_add_test(tc, reuse_port_shares_a_port_when_asked);
+    tcase_add_test(tc, supervisor_killed_takes_worker_down);
+    tcase_add_test(tc, crash_loop_stops_restarts);
+    tcase_add_test(tc, pid_file_link_refused);
+    tcase_add_test(tc, pid_file_directory_writable_by_others_refused);
     suite_add_tcase(s, tc);
     return s;
 }

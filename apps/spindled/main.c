@@ -36,6 +36,9 @@ static int declare(spindled_vars_t *v)
         {"spindle.workers", SP_CVAR_INT, "2", "1", "256", "worker threads", &v->workers},
         {"spindle.pid_file", SP_CVAR_STRING, "", NULL, NULL,
          "pid file locked while running; empty: none", &v->pid_file},
+        {"spindle.reuse_port", SP_CVAR_BOOL, "false", NULL, NULL,
+         "SO_REUSEPORT: a socket per worker thread, and other processes may bind "
+         "the same ports and take a share of the connections", &v->reuse_port},
         {"spindle.daemonize", SP_CVAR_BOOL, "false", NULL, NULL,
          "go to the background (as -d)", &v->daemonize},
         {"spindle.supervise", SP_CVAR_BOOL, "true", NULL, NULL,
@@ -182,6 +185,7 @@ static int run(spindled_t *d, bool detach)
         .backoff_min_us = sp_cvar_duration(v->backoff_min),
         .backoff_max_us = sp_cvar_duration(v->backoff_max),
         .stable_us = sp_cvar_duration(v->backoff_reset),
+        .notify_ready = true,
     };
     return sp_daemon_run(&o, spindled_worker, d);
 }

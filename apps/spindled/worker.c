@@ -108,6 +108,7 @@ static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
         .max_conns = (int)sp_cvar_int(v->http_max_conns),
         .server_name = sp_cvar_string(v->http_server_name),
         .access_log = sp_cvar_bool(v->http_access_log),
+        .tcp = {.no_reuseport = !sp_cvar_bool(v->reuse_port)},
     };
 }
 
@@ -141,25 +142,42 @@ static int create_echo(servers_t *s)
     if (!sp_cvar_bool(v->echo_enabled))
         return 0;
     sp_tcp_server_opts_t o = {.max_conns = (int)sp_cvar_int(v->echo_max_conns),
-                              .nodelay = true};
+                              .nodelay = true,
+                              .no_reuseport = !sp_cvar_bool(v->reuse_port)};
     if (!(s->echo = sp_tcp_server_create(s->io, app_echo, NULL, &o)))
         return -errno;
     return listen_all(v->echo_listen, &app_tcp_ops, s->echo);
 }
 
+/* The servers bind at start: an error names the list it came from. */
+static int bind_failed(int rc, const sp_cvar_t *list)
+{
+    const sp_strlist_t *l = sp_cvar_list(list);
+    fprintf(stderr, "%s: %s [", spindled_name, sp_cvar_name(list));
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", l->items[i]);
+    fprintf(stderr, "]: %s\n", strerror(-rc));
+    return rc;
+}
+
 static int start(servers_t *s)
 {
+    const spindled_vars_t *v = &s->d->v;
     int rc = sp_iomanager_start(s->io);
-    if (rc == 0 && s->http)
-        rc = sp_http_server_start(s->http);
-    if (rc == 0 && s->echo)
-        rc = sp_tcp_server_start(s->echo);
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", spindled_name, strerror(-rc));
         return rc;
     }
+    if (s->http && (rc = sp_http_server_start(s->http)) < 0)
+        return bind_failed(rc, v->http_listen);
+    if (s->echo && (rc = sp_tcp_server_start(s->echo)) < 0)
+        return bind_failed(rc, v->echo_listen);
     app_print_all(&app_http_ops, s->http, "http");
     app_print_all(&app_tcp_ops, s->echo, "echo");
+    fflush(stdout);
+    /* Before "worker pid": whoever reads that line (a test) knows the
+     * supervisor will count this worker as started. */
+    sp_daemon_ready();
     printf("worker pid %ld\n", (long)getpid());
     fflush(stdout);
     return 0;

@@ -1,15 +1,18 @@
 /* The daemon runner: detaching, and the supervisor loop that forks the
  * worker, restarts it with back-off and forwards stop/reload signals.
  *
- * The supervisor is one plain thread taking every signal with sigwait /
- * sigtimedwait (SIGCHLD included), so there are no signal handlers and no
- * races between "the worker died" and "stop was asked for". */
+ * The supervisor is one plain thread taking every signal from a signalfd
+ * or sigtimedwait (SIGCHLD included), so there are no signal handlers and
+ * no races between "the worker died" and "stop was asked for". */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,7 +31,21 @@ typedef struct supervisor {
     sp_logger_t *log;
     pid_t child;
     bool stopping;
+    bool notify_ready;
+    bool served;       /* a worker called sp_daemon_ready() */
+    int ready_rd;      /* read end of the live worker's ready pipe, or -1 */
+    int fast_fails;    /* workers in a row that failed within the crash window */
+    int sig_fd;        /* signalfd of supervisor_signals() */
+    int verdict_fd;    /* detaching: the original process waits for the
+                          first worker to serve; -1 once told */
 } supervisor_t;
+
+/* In the worker: the write end of its ready pipe (or -1), and whether its
+ * stdio is still that of a start that is detaching. */
+static struct {
+    int fd;
+    bool detaching;
+} ready = {-1, false};
 
 void sp_daemon_signals(sigset_t *set)
 {
@@ -111,15 +128,8 @@ static int detach(const char *name)
     return p[1];
 }
 
-/* After the pid file is ours: tell the original process, then drop the
- * terminal's stdio (messages until here still reached the user). */
-static void finish_detach(int verdict_fd, bool ok)
+static void null_stdio(void)
 {
-    if (verdict_fd < 0)
-        return;
-    ssize_t n = write(verdict_fd, ok ? "0" : "1", 1);
-    (void)n; /* the original process exits 1 when it reads nothing */
-    close(verdict_fd);
     int null = open("/dev/null", O_RDWR);
     if (null < 0)
         return;
@@ -130,12 +140,54 @@ static void finish_detach(int verdict_fd, bool ok)
         close(null);
 }
 
+/* Once the daemon holds its pid file (and with notify_ready once its first
+ * worker serves): tell the original process, then drop the terminal's
+ * stdio (messages until here still reached the user). */
+static void finish_detach(int verdict_fd, bool ok)
+{
+    if (verdict_fd < 0)
+        return;
+    sp_log_flush(); /* the reason of a failure still reaches the terminal */
+    ssize_t n = write(verdict_fd, ok ? "0" : "1", 1);
+    (void)n; /* the original process exits 1 when it reads nothing */
+    close(verdict_fd);
+    null_stdio();
+}
+
 /* ---- the worker process -------------------------------------------------- */
 
-static void run_worker(supervisor_t *s)
+void sp_daemon_ready(void)
 {
+    if (ready.fd < 0)
+        return;
+    ssize_t n = write(ready.fd, "1", 1);
+    (void)n; /* cannot fail: one byte into an empty pipe */
+    close(ready.fd);
+    ready.fd = -1;
+    if (ready.detaching)
+        null_stdio(); /* as the supervisor does on this byte */
+}
+
+/* An orphan would keep serving beside the next instance, which finds the
+ * pid lock free, and no signal would reach it: die with the supervisor.
+ * SIGKILL, not a graceful stop: a supervisor that ends without stopping us
+ * was killed, and a drain could outlast the start of its successor. The
+ * getppid() check covers a supervisor that died before the prctl. */
+static void die_with(pid_t supervisor)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != supervisor)
+        _exit(1);
+}
+
+static void run_worker(supervisor_t *s, pid_t supervisor)
+{
+    die_with(supervisor);
     if (s->pid_fd >= 0)
         close(s->pid_fd); /* our copy; the lock is the supervisor's */
+    close(s->sig_fd);
+    ready.detaching = s->verdict_fd >= 0;
+    if (ready.detaching)
+        close(s->verdict_fd); /* the supervisor gives the verdict */
     /* SIGCHLD back to normal; SIGTERM, SIGINT and SIGHUP stay blocked (a
      * stop sent right after the fork waits for the worker's sigwait). */
     signal(SIGCHLD, SIG_DFL);
@@ -149,12 +201,35 @@ static void run_worker(supervisor_t *s)
     _exit(status);
 }
 
+/* The ready pipe: the worker writes one byte once it serves. Non-blocking:
+ * the supervisor reads it after the worker died, when a process the worker
+ * started might still hold the write end. */
+static int ready_pipe(supervisor_t *s, int p[2])
+{
+    p[0] = p[1] = -1;
+    if (!s->notify_ready || pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0)
+        return 0;
+    SP_LOG_ERROR(s->log, "%s: pipe: %s", s->name, strerror(errno));
+    return -1;
+}
+
 static pid_t spawn(supervisor_t *s)
 {
+    int p[2];
+    if (ready_pipe(s, p) < 0)
+        return -1;
+    pid_t supervisor = getpid();
     fflush(NULL); /* or the child would write our buffered output again */
     pid_t pid = fork();
-    if (pid == 0)
-        run_worker(s);
+    if (pid == 0) {
+        if (p[0] >= 0)
+            close(p[0]);
+        ready.fd = p[1];
+        run_worker(s, supervisor);
+    }
+    if (p[1] >= 0)
+        close(p[1]);
+    s->ready_rd = p[0];
     if (pid < 0)
         SP_LOG_ERROR(s->log, "%s: fork: %s", s->name, strerror(errno));
     else
@@ -180,27 +255,65 @@ static void forward(supervisor_t *s, int sig)
         kill(s->child, sig);
 }
 
-static void log_death(supervisor_t *s, pid_t pid, int status)
+static bool abnormal(int status)
+{
+    return WIFSIGNALED(status) || WEXITSTATUS(status) != 0;
+}
+
+/* "killed by signal 9 (Killed)" or "exited with status 1". */
+static void describe(int status, char *buf, size_t size)
 {
     if (WIFSIGNALED(status))
-        SP_LOG_WARN(s->log, "%s: worker %ld killed by signal %d (%s)", s->name, (long)pid,
-                    WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else if (WEXITSTATUS(status) != 0)
-        SP_LOG_WARN(s->log, "%s: worker %ld exited with status %d", s->name, (long)pid,
-                    WEXITSTATUS(status));
+        snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
-        SP_LOG_INFO(s->log, "%s: worker %ld exited", s->name, (long)pid);
+        snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+}
+
+static void log_death(supervisor_t *s, pid_t pid, int status)
+{
+    char why[96];
+    describe(status, why, sizeof why);
+    if (abnormal(status))
+        SP_LOG_WARN(s->log, "%s: worker %ld %s", s->name, (long)pid, why);
+    else
+        SP_LOG_INFO(s->log, "%s: worker %ld %s", s->name, (long)pid, why);
+}
+
+/* The live worker's ready byte, or the EOF of its death. */
+static void take_ready(supervisor_t *s)
+{
+    char c;
+    bool ready = read(s->ready_rd, &c, 1) == 1;
+    close(s->ready_rd);
+    s->ready_rd = -1;
+    if (!ready)
+        return;
+    s->served = true;
+    finish_detach(s->verdict_fd, true);
+    s->verdict_fd = -1;
+}
+
+/* The next signal; the worker's ready pipe is watched meanwhile. */
+static int next_signal(supervisor_t *s)
+{
+    for (;;) {
+        struct pollfd p[2] = {{s->sig_fd, POLLIN, 0}, {s->ready_rd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0)
+            continue; /* EINTR */
+        if (p[1].revents)
+            take_ready(s);
+        struct signalfd_siginfo si;
+        if ((p[0].revents & POLLIN) && read(s->sig_fd, &si, sizeof si) == sizeof si)
+            return (int)si.ssi_signo;
+    }
 }
 
 /* Wait for the worker to die, forwarding signals meanwhile; its status. */
 static int wait_worker(supervisor_t *s)
 {
-    sigset_t set;
-    supervisor_signals(&set);
     for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0)
-            continue;
+        int sig = next_signal(s);
         if (sig != SIGCHLD) {
             forward(s, sig);
             continue;
@@ -231,15 +344,32 @@ static bool wait_backoff(supervisor_t *s, int64_t us)
     return !s->stopping;
 }
 
-static bool abnormal(int status)
-{
-    return WIFSIGNALED(status) || WEXITSTATUS(status) != 0;
-}
-
 /* Exit status of a worker for the supervisor's own exit. */
 static int exit_code(int status)
 {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Restarting cannot help a worker that fails at start (an address in use,
+ * a missing directory): it would only fill the log, forever. A first
+ * worker killed by a signal before it served is restarted: the signal
+ * came from outside (or is a crash, which the crash loop bounds). */
+static bool give_up(supervisor_t *s, int status, int64_t uptime)
+{
+    s->fast_fails = uptime < SP_DAEMON_CRASH_WINDOW_US ? s->fast_fails + 1 : 0;
+    char why[96];
+    describe(status, why, sizeof why);
+    if (s->notify_ready && !s->served && WIFEXITED(status)) {
+        SP_LOG_ERROR(s->log, "%s: the worker could not start (%s); not restarting it",
+                     s->name, why);
+        return true;
+    }
+    if (s->fast_fails < SP_DAEMON_CRASH_LOOP)
+        return false;
+    SP_LOG_ERROR(s->log, "%s: %d workers in a row failed within %d ms of their start; "
+                 "giving up (last: %s)", s->name, s->fast_fails,
+                 SP_DAEMON_CRASH_WINDOW_US / 1000, why);
+    return true;
 }
 
 static int supervise(supervisor_t *s)
@@ -250,9 +380,12 @@ static int supervise(supervisor_t *s)
         if ((s->child = spawn(s)) < 0)
             return 1;
         int status = wait_worker(s);
-        if (s->stopping || !abnormal(status))
+        if (s->ready_rd >= 0) /* its death came first: the byte may be there */
+            take_ready(s);
+        int64_t uptime = now_us() - started;
+        if (s->stopping || !abnormal(status) || give_up(s, status, uptime))
             return exit_code(status);
-        if (now_us() - started >= s->stable)
+        if (uptime >= s->stable)
             backoff = s->backoff_min;
         SP_LOG_INFO(s->log, "%s: restarting the worker in %lld ms", s->name,
                     (long long)(backoff / 1000));
@@ -262,7 +395,7 @@ static int supervise(supervisor_t *s)
     }
 }
 
-/* Nothing to do: SIGCHLD only needs to be queued for sigwait, and an
+/* Nothing to do: SIGCHLD only needs to be queued for the signalfd, and an
  * ignored (default) SIGCHLD may be discarded on some systems. */
 static void on_chld(int sig)
 {
@@ -277,7 +410,12 @@ static int run_supervised(supervisor_t *s)
     struct sigaction sa = {.sa_handler = on_chld};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGCHLD, &sa, NULL);
+    if ((s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+        SP_LOG_ERROR(s->log, "%s: signalfd: %s", s->name, strerror(errno));
+        return 1;
+    }
     int rc = supervise(s);
+    close(s->sig_fd);
     SP_LOG_INFO(s->log, "%s: supervisor exits (%d)", s->name, rc);
     return rc;
 }
@@ -293,6 +431,10 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
         .arg = arg,
         .pid_fd = -1,
         .log = sp_logger("spindle.daemon"),
+        .notify_ready = opts->notify_ready,
+        .ready_rd = -1,
+        .sig_fd = -1,
+        .verdict_fd = -1,
     };
     char pid_path[PATH_MAX] = "";
     bool has_pid_file = opts->pid_file && *opts->pid_file;
@@ -307,13 +449,18 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
         finish_detach(verdict_fd, false);
         return 1;
     }
-    finish_detach(verdict_fd, true);
     int rc;
     if (opts->no_supervisor) {
+        finish_detach(verdict_fd, true);
         sp_daemon_block_signals();
         rc = worker(arg);
     } else {
+        if (s.notify_ready)
+            s.verdict_fd = verdict_fd; /* told when the first worker serves */
+        else
+            finish_detach(verdict_fd, true);
         rc = run_supervised(&s);
+        finish_detach(s.verdict_fd, false); /* it never served */
     }
     sp__pidfile_release(s.pid_fd, pid_path);
     return rc;

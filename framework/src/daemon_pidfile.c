@@ -1,11 +1,19 @@
 /* The pid file: an fcntl write lock on the open file marks the running
  * instance. The kernel drops the lock when the process dies, so a stale
- * file left by a crash never blocks a new start (unlike "file exists"). */
+ * file left by a crash never blocks a new start (unlike "file exists").
+ *
+ * A daemon often runs as root and writes its pid file where others can
+ * create names, so the file is opened without following a symlink, must be
+ * a regular file of ours with one link (a planted link would make us
+ * truncate its target), and its directory must not let another user swap
+ * the file (writable by others only when sticky, like /tmp). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon_internal.h"
@@ -38,13 +46,61 @@ static int write_pid(int fd)
     return 0;
 }
 
-int sp__pidfile_lock(const char *name, const char *path)
+/* The directory of the absolute `path`, created when missing (one level:
+ * the default run/spindled.pid works in a fresh checkout) and opened; its
+ * descriptor, or -1 with errno. `*base` points at the file's name. */
+static int open_parent(const char *path, const char **base)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "%s: pid file %s: %s\n", name, path, strerror(errno));
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    *base = slash + 1;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return -1;
+    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void refuse(const char *name, const char *path, const char *why)
+{
+    fprintf(stderr, "%s: pid file %s: %s\n", name, path, why);
+}
+
+/* The pid file opened in a safe place, or -1 after printing why. */
+static int open_safely(const char *name, const char *path)
+{
+    const char *base;
+    int dir = open_parent(path, &base);
+    if (dir < 0) {
+        refuse(name, path, strerror(errno));
         return -1;
     }
+    struct stat st;
+    int fd = -1;
+    if (fstat(dir, &st) < 0)
+        refuse(name, path, strerror(errno));
+    else if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+        refuse(name, path, "refused: its directory is writable by others and not sticky");
+    else if ((fd = openat(dir, base, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+        refuse(name, path, errno == ELOOP ? "refused: it is a symbolic link" : strerror(errno));
+    close(dir);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+        st.st_uid != geteuid()) {
+        refuse(name, path, "refused: not a regular file of ours with a single link");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int sp__pidfile_lock(const char *name, const char *path)
+{
+    int fd = open_safely(name, path);
+    if (fd < 0)
+        return -1;
     if (lock_whole_file(fd) < 0) {
         int err = errno;
         /* Read through a second stream: closing it would drop a lock we

@@ -12,12 +12,24 @@
  * supervisor and filled with its pid. A second instance finds the lock
  * taken and refuses to start, naming the file and the running pid. The
  * worker does not hold the descriptor (close-on-exec, closed after fork).
+ * Its directory is created when missing (one level). Refused, exit 1: a
+ * symbolic link (never followed), anything but a regular file of ours
+ * with a single link, and a directory writable by others unless sticky.
  *
  * Restarts: a worker killed by a signal or exiting non-zero is restarted
  * after a back-off that starts at backoff_min and doubles up to
  * backoff_max; it resets once a worker stayed up for `stable`. The reason
  * of every death goes to the "spindle.daemon" logger. A worker that exits
- * 0 on its own ends the supervisor (exit 0).
+ * 0 on its own ends the supervisor (exit 0). The supervisor gives up,
+ * exiting with the last worker's status (128 + signal when killed), when
+ * SP_DAEMON_CRASH_LOOP workers in a row fail within
+ * SP_DAEMON_CRASH_WINDOW_US of their start, and with notify_ready when the
+ * first worker exits non-zero before it called sp_daemon_ready() (it could
+ * not start: an address in use, say; retrying would not help).
+ *
+ * The worker dies with the supervisor: it gets SIGKILL when the
+ * supervisor ends without stopping it (killed with SIGKILL, say), so no
+ * orphan keeps serving beside a new instance.
  *
  * Stop: SIGTERM or SIGINT to the supervisor is forwarded to the worker,
  * which stops gracefully and exits 0; the supervisor then removes the pid
@@ -49,20 +61,30 @@ typedef struct sp_daemon_opts {
     int64_t backoff_min_us; /* first restart delay; 0 = 100 ms */
     int64_t backoff_max_us; /* 0 = 5 s */
     int64_t stable_us;      /* uptime that resets the back-off; 0 = 10 s */
+    bool notify_ready;      /* the worker calls sp_daemon_ready() */
 } sp_daemon_opts_t;
 
 #define SP_DAEMON_DEFAULT_BACKOFF_MIN_US 100000
 #define SP_DAEMON_DEFAULT_BACKOFF_MAX_US 5000000
 #define SP_DAEMON_DEFAULT_STABLE_US 10000000
+#define SP_DAEMON_CRASH_LOOP 5
+#define SP_DAEMON_CRASH_WINDOW_US 1000000
 
 /* Run worker(arg) as described above. Returns in the supervisor (or the
  * only process with no_supervisor) the exit status to use: the worker's
  * status after a requested stop, 1 when the pid file is locked by another
- * instance or cannot be written (the message is on stderr and the log).
+ * instance or cannot be written (the message is on stderr and the log),
+ * the last worker's status when the supervisor gave up (see Restarts).
  * With detach, the original process exits 0 inside this call once the
- * daemon holds its pid file, or 1 if it could not. Never returns in the
+ * daemon holds its pid file (with notify_ready: and its first worker
+ * called sp_daemon_ready()), or 1 if it could not; the terminal's stdio
+ * is kept until then, so the reason of a failure reaches the user. Never returns in the
  * worker: it exits with worker()'s status. */
 int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg);
+
+/* In the worker, with notify_ready: it serves (its sockets are bound).
+ * Does nothing elsewhere or when called again. */
+void sp_daemon_ready(void);
 
 /* The signals a worker waits for: SIGTERM, SIGINT, SIGHUP. */
 void sp_daemon_signals(sigset_t *set);

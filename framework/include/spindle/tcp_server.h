@@ -8,6 +8,9 @@
  * Accepting: with reuseport (the default on Linux) every worker has its own
  * listening socket per address and accepts into its own worker; otherwise
  * one acceptor per address hands connections to the workers in turn.
+ * SO_REUSEPORT also lets any other process of the same user bind the same
+ * address and take a share of the connections: a server that must own its
+ * port (refuse a second instance) sets no_reuseport.
  * Over the connection limit a new connection is accepted and closed at once
  * (counted as refused). When the process runs out of fds (EMFILE, ENFILE)
  * the acceptor sheds pending connections with a spare fd (accept, close),
