@@ -216,8 +216,8 @@ static const bad_t bad_values[] = {
      "5:19: http.server_name: control bytes"},
     {"http.server_name: \"a\\x01\"\n", "5:19: http.server_name: control bytes"},
     {"spindle.pid_file: /tmp\n", "5:19: spindle.pid_file: '/tmp' is a directory"},
-    {"spindle.pid_file: /nonexistent/p.pid\n",
-     "5:19: spindle.pid_file: the directory of '/nonexistent/p.pid'"},
+    {"spindle.pid_file: /nonexistent/deeper/p.pid\n",
+     "5:19: spindle.pid_file: the directory of '/nonexistent/deeper/p.pid'"},
     {"echo.listen: [127.0.0.1]\n", "5:14: echo.listen: bad address '127.0.0.1'"},
 };
 

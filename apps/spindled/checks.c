@@ -78,7 +78,15 @@ static int pid_file_usable(const char *path, const char *show, char *msg, size_t
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return REFUSE("'%s' is a directory", show);
+    /* Its directory may be missing if the one above it exists: the daemon
+     * creates one level (run/spindled.pid in a fresh checkout). */
     int err = no_parent(path);
+    if (err == ENOENT) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", path);
+        *strrchr(dir, '/') = '\0';
+        err = no_parent(dir);
+    }
     return err ? REFUSE("the directory of '%s': %s", show, strerror(err)) : 0;
 }
 

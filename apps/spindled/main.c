@@ -205,6 +205,7 @@ int main(int argc, char **argv)
     rc = sp_config_args(NULL, &argc, argv, &errors);
     if (rc < 0) {
         print_errors(errors, rc);
+        free(errors);
         return 2;
     }
     cli_t c = parse_args(argc, argv);
