@@ -513,6 +513,33 @@ START_TEST(sighup_changes_keepalive_timeout)
 }
 END_TEST
 
+/* The echo service's idle timeout from the file: a connection that goes
+ * quiet is closed (the default is 60 s; 200 ms here). */
+START_TEST(echo_idle_timeout_from_config)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "spindle: {pid_file: %s}\nhttp: {enabled: false}\n"
+             "echo: {listen: [127.0.0.1:0], idle_timeout: 200ms, write_timeout: 200ms}\n",
+             pid_path);
+    write_file(conf_path, text);
+    proc_t p;
+    const char *args[] = {"-c", conf_path, NULL};
+    spawn(&p, args);
+    ck_assert(await_worker(&p, now_ms() + 10000));
+    int fd = connect_port(p.echo_port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "ping", 4), 4);
+    char back[4];
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+    ck_assert_int_eq(read(fd, back, 4), 4);
+    ck_assert_int_ge(closed_after(fd, 10000), 0);
+    close(fd);
+    stop_daemon(&p);
+}
+END_TEST
+
 START_TEST(bad_reload_keeps_old_configuration)
 {
     write_config("");
@@ -644,6 +671,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sigterm_finishes_inflight_requests);
     tcase_add_test(tc, sighup_changes_keepalive_timeout);
     tcase_add_test(tc, bad_reload_keeps_old_configuration);
+    tcase_add_test(tc, echo_idle_timeout_from_config);
     tcase_add_test(tc, print_config_shows_sources_and_precedence);
     tcase_add_test(tc, bad_config_names_file_line_column);
     tcase_add_test(tc, detached_daemon_holds_pid_file);

@@ -1,5 +1,8 @@
 /* See apps_common.h. */
+#include <limits.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/signalfd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,15 +44,31 @@ void app_add_hello_routes(sp_http_router_t *r)
     sp_http_router_add(r, SP_HTTP_EXACT, "/json", SP_HTTP_M_GET, fixed_answer, (void *)&json);
 }
 
+/* Under the hooks SO_RCVTIMEO and SO_SNDTIMEO bound a read or write call
+ * that has to wait: a timer only then, nothing while data flows. Each
+ * write of the echo loop is one chunk, so its timeout is a stall timeout. */
+static void set_timeout(int fd, int opt, int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
 void app_echo(int fd, const sp_addr_t *peer, void *arg)
 {
     (void)peer;
-    (void)arg;
+    const app_echo_timeouts_t *t = arg;
+    if (t) {
+        set_timeout(fd, SO_RCVTIMEO, t->idle_ms);
+        set_timeout(fd, SO_SNDTIMEO, t->write_ms);
+    }
     char buf[ECHO_CHUNK];
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n <= 0)
-            return; /* EOF (the client's shutdown or close) or an error */
+            return; /* EOF (the client's shutdown or close), an error or
+                       the idle timeout */
         if (sp_write_full(fd, buf, (size_t)n) < 0)
             return;
     }
@@ -63,6 +82,15 @@ bool app_parse_int(const char *text, int min, int max, int *out)
     if (errno || end == text || *end || v < min || v > max)
         return false;
     *out = (int)v;
+    return true;
+}
+
+bool app_parse_max_conns(const char *text, int *out)
+{
+    if (!app_parse_int(text, 0, INT_MAX, out))
+        return false;
+    if (*out == 0)
+        *out = -1;
     return true;
 }
 

@@ -17,12 +17,23 @@ void app_add_hello_routes(sp_http_router_t *r);
 /* Answer with a body and its Content-Type. */
 int app_answer(sp_http_response_t *res, const char *type, const char *body);
 
-/* A TCP server handler that writes back what it reads until EOF. */
+/* The echo handler's timeouts, in milliseconds; 0: none. */
+typedef struct app_echo_timeouts {
+    int64_t idle_ms;  /* nothing arrives this long: the connection is closed */
+    int64_t write_ms; /* the client takes none of what is written back this
+                         long (a write stalls): closed */
+} app_echo_timeouts_t;
+
+/* A TCP server handler that writes back what it reads until EOF; arg is an
+ * app_echo_timeouts_t or NULL (no timeouts). */
 void app_echo(int fd, const sp_addr_t *peer, void *arg);
 
 /* A whole decimal number in [min, max] from a command-line argument;
  * false for anything else ("-1" where min is 0, "12x", "", overflow). */
 bool app_parse_int(const char *text, int min, int max, int *out);
+/* --max-conns N: N >= 0, where 0 means no limit (-1 in the servers'
+ * options, whose 0 is the default derived from the open-file limit). */
+bool app_parse_max_conns(const char *text, int *out);
 
 /* Print "listening on ADDR" (port 0 shows the kernel's port), with
  * " (what)" appended when what is not NULL. Call fflush(stdout) after the

@@ -129,6 +129,15 @@ static int create_http(servers_t *s)
     return listen_all(v->http_listen, &app_http_ops, s->http);
 }
 
+/* The echo handler with the timeouts in force when the connection came:
+ * a reload changes them for new connections. */
+static void echo_conn(int fd, const sp_addr_t *peer, void *arg)
+{
+    const spindled_vars_t *v = arg;
+    app_echo_timeouts_t t = {ms(v->echo_idle_timeout), ms(v->echo_write_timeout)};
+    app_echo(fd, peer, &t);
+}
+
 static int create_echo(servers_t *s)
 {
     spindled_vars_t *v = &s->d->v;
@@ -136,7 +145,7 @@ static int create_echo(servers_t *s)
         return 0;
     sp_tcp_server_opts_t o = {.max_conns = (int)sp_cvar_int(v->echo_max_conns),
                               .nodelay = true};
-    if (!(s->echo = sp_tcp_server_create(s->io, app_echo, NULL, &o)))
+    if (!(s->echo = sp_tcp_server_create(s->io, echo_conn, v, &o)))
         return -errno;
     return listen_all(v->echo_listen, &app_tcp_ops, s->echo);
 }

@@ -243,7 +243,11 @@ typedef struct sp_http_server_opts {
                                      over: 408, close */
     int64_t send_timeout_ms;      /* wait for the client to take response
                                      bytes; 60 s; over: close */
-    int max_conns;           /* open connections; 0 = unlimited; over: 503 */
+    int max_conns;           /* open connections; 0 = the TCP server's
+                                default (sp_tcp_default_max_conns), < 0 =
+                                none; over: 503. tcp.max_conns 0: an
+                                eighth more plus 16, refused without an
+                                answer */
     const char *server_name; /* Server header; NULL = "spindle", "" = none;
                                 control bytes (but tab): EINVAL */
     bool access_log;         /* one INFO line per request on the logger
