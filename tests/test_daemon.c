@@ -540,6 +540,35 @@ START_TEST(echo_idle_timeout_from_config)
 }
 END_TEST
 
+/* A log on a full disk (/dev/full: every write fails with ENOSPC): the
+ * lines it loses show in /status. Each request logs an access line, so
+ * asking again makes more; the count is looked at until it moves. */
+START_TEST(status_counts_lost_log_lines)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "spindle: {pid_file: %s}\nhttp: {listen: [127.0.0.1:0], access_log: true}\n"
+             "echo: {enabled: false}\n"
+             "log:\n  appenders: {full: {type: file, path: /dev/full}}\n  root: [full]\n",
+             pid_path);
+    write_file(conf_path, text);
+    proc_t p;
+    const char *args[] = {"-c", conf_path, NULL};
+    spawn(&p, args);
+    ck_assert(await_worker(&p, now_ms() + 10000));
+    int64_t deadline = now_ms() + 5000;
+    long lost;
+    while ((lost = status_field(p.http_port, "log_lost")) == 0 && now_ms() < deadline)
+        poll(NULL, 0, 5); /* the writer is asynchronous; re-ask */
+    ck_assert_int_gt(lost, 0);
+    ck_assert_int_gt(status_field(p.http_port, "log_write_errors"), 0);
+    char buf[1024];
+    ck_assert_int_eq(get(p.http_port, "/status", buf, sizeof buf, now_ms() + 5000), 200);
+    ck_assert_ptr_nonnull(strstr(buf, "\"log_last_error\":\"No space left on device\""));
+    stop_daemon(&p);
+}
+END_TEST
+
 START_TEST(bad_reload_keeps_old_configuration)
 {
     write_config("");
@@ -672,6 +701,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sighup_changes_keepalive_timeout);
     tcase_add_test(tc, bad_reload_keeps_old_configuration);
     tcase_add_test(tc, echo_idle_timeout_from_config);
+    tcase_add_test(tc, status_counts_lost_log_lines);
     tcase_add_test(tc, print_config_shows_sources_and_precedence);
     tcase_add_test(tc, bad_config_names_file_line_column);
     tcase_add_test(tc, detached_daemon_holds_pid_file);

@@ -39,16 +39,24 @@ typedef struct servers {
 
 /* ---- routes ---------------------------------------------------------------- */
 
-/* The worker's pid (tests kill it to see the supervisor restart it) and
- * the live keep-alive timeout (tests see a reload take effect). */
+/* The worker's pid (tests kill it to see the supervisor restart it), the
+ * live keep-alive timeout (tests see a reload take effect), and what the
+ * log lost (a full disk shows here even when the log cannot say it). */
 static int status_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
 {
     (void)req;
     const spindled_t *d = arg;
-    char body[160];
-    snprintf(body, sizeof body, "{\"pid\":%ld,\"keepalive_timeout_ms\":%lld,\"slow_active\":%d}",
+    sp_log_stats_t log;
+    sp_log_stats(&log);
+    char body[320];
+    snprintf(body, sizeof body,
+             "{\"pid\":%ld,\"keepalive_timeout_ms\":%lld,\"slow_active\":%d,"
+             "\"log_dropped\":%llu,\"log_lost\":%llu,\"log_write_errors\":%llu,"
+             "\"log_last_error\":\"%s\"}",
              (long)getpid(), (long long)(sp_cvar_duration(d->v.http_keepalive) / 1000),
-             atomic_load(&slow_active));
+             atomic_load(&slow_active), (unsigned long long)log.dropped,
+             (unsigned long long)log.lost, (unsigned long long)log.write_errors,
+             log.last_error ? strerror(log.last_error) : "");
     return app_answer(res, "application/json", body);
 }
 
