@@ -346,6 +346,20 @@ static bool await_status(int port, const char *key, long value, int timeout_ms)
     return false;
 }
 
+/* A new connection to the echo service that got "ping" back, left open. */
+static int echo_ping(int port)
+{
+    int fd = connect_port(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "ping", 4), 4);
+    char back[4];
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+    ck_assert_int_eq(read(fd, back, 4), 4);
+    ck_assert_int_eq(memcmp(back, "ping", 4), 0);
+    return fd;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 START_TEST(serves_http_and_echo)
@@ -358,14 +372,7 @@ START_TEST(serves_http_and_echo)
     ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\nHello, World!"));
     ck_assert_int_eq(get(p.http_port, "/json", buf, sizeof buf, now_ms() + 5000), 200);
     ck_assert_int_eq(status_field(p.http_port, "pid"), p.worker);
-    int fd = connect_port(p.echo_port);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, "ping", 4), 4);
-    char back[4];
-    struct pollfd pfd = {fd, POLLIN, 0};
-    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
-    ck_assert_int_eq(read(fd, back, 4), 4);
-    ck_assert_int_eq(memcmp(back, "ping", 4), 0);
+    int fd = echo_ping(p.echo_port);
     close(fd);
     stop_daemon(&p);
     ck_assert_int_ne(access(pid_path, F_OK), 0); /* removed on exit */
@@ -513,27 +520,26 @@ START_TEST(sighup_changes_keepalive_timeout)
 }
 END_TEST
 
+/* Start spindled on a configuration file holding `yaml` (pid_file set
+ * before it) and wait for its worker. */
+static void start_with(proc_t *p, const char *yaml)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "spindle: {pid_file: %s}\n%s", pid_path, yaml);
+    write_file(conf_path, text);
+    const char *args[] = {"-c", conf_path, NULL};
+    spawn(p, args);
+    ck_assert_msg(await_worker(p, now_ms() + 10000), "spindled did not start");
+}
+
 /* The echo service's idle timeout from the file: a connection that goes
  * quiet is closed (the default is 60 s; 200 ms here). */
 START_TEST(echo_idle_timeout_from_config)
 {
-    char text[512];
-    snprintf(text, sizeof text,
-             "spindle: {pid_file: %s}\nhttp: {enabled: false}\n"
-             "echo: {listen: [127.0.0.1:0], idle_timeout: 200ms, write_timeout: 200ms}\n",
-             pid_path);
-    write_file(conf_path, text);
     proc_t p;
-    const char *args[] = {"-c", conf_path, NULL};
-    spawn(&p, args);
-    ck_assert(await_worker(&p, now_ms() + 10000));
-    int fd = connect_port(p.echo_port);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, "ping", 4), 4);
-    char back[4];
-    struct pollfd pfd = {fd, POLLIN, 0};
-    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
-    ck_assert_int_eq(read(fd, back, 4), 4);
+    start_with(&p, "http: {enabled: false}\n"
+                   "echo: {listen: [127.0.0.1:0], idle_timeout: 200ms, write_timeout: 200ms}\n");
+    int fd = echo_ping(p.echo_port);
     ck_assert_int_ge(closed_after(fd, 10000), 0);
     close(fd);
     stop_daemon(&p);
@@ -545,17 +551,11 @@ END_TEST
  * asking again makes more; the count is looked at until it moves. */
 START_TEST(status_counts_lost_log_lines)
 {
-    char text[512];
-    snprintf(text, sizeof text,
-             "spindle: {pid_file: %s}\nhttp: {listen: [127.0.0.1:0], access_log: true}\n"
-             "echo: {enabled: false}\n"
-             "log:\n  appenders: {full: {type: file, path: /dev/full}}\n  root: [full]\n",
-             pid_path);
-    write_file(conf_path, text);
     proc_t p;
-    const char *args[] = {"-c", conf_path, NULL};
-    spawn(&p, args);
-    ck_assert(await_worker(&p, now_ms() + 10000));
+    start_with(&p, "http: {listen: [127.0.0.1:0], access_log: true}\n"
+                   "echo: {enabled: false}\n"
+                   "log:\n  appenders: {full: {type: file, path: /dev/full}}\n"
+                   "  root: [full]\n");
     int64_t deadline = now_ms() + 5000;
     long lost;
     while ((lost = status_field(p.http_port, "log_lost")) == 0 && now_ms() < deadline)

@@ -259,15 +259,22 @@ END_TEST
 
 /* ---- files and rotation ------------------------------------------------------- */
 
+/* Route the logger `name` to a new file appender on `path`. */
+static sp_logger_t *file_logger(const char *name, const char *path, const char *pattern)
+{
+    sp_log_appender_t *f = sp_log_file(path, pattern);
+    ck_assert_ptr_nonnull(f);
+    sp_logger_t *lg = sp_logger(name);
+    ck_assert_int_eq(sp_logger_set_appenders(lg, &f, 1), 0);
+    sp_log_appender_release(f);
+    return lg;
+}
+
 START_TEST(file_appender_reopen_after_rename)
 {
     make_dir();
     const char *path = path_in_dir("app.log"), *rotated = path_in_dir("app.log.1");
-    sp_log_appender_t *f = sp_log_file(path, "%p %m%n");
-    ck_assert_ptr_nonnull(f);
-    sp_logger_t *lg = sp_logger("rot");
-    ck_assert_int_eq(sp_logger_set_appenders(lg, &f, 1), 0);
-    sp_log_appender_release(f);
+    sp_logger_t *lg = file_logger("rot", path, "%p %m%n");
     for (int i = 0; i < 3; i++)
         SP_LOG_INFO(lg, "before %d", i);
     ck_assert_int_eq(sp_log_flush(), 0);
@@ -316,11 +323,7 @@ START_TEST(full_disk_loses_whole_lines_and_says_so)
     make_dir();
     signal(SIGXFSZ, SIG_IGN);
     const char *path = path_in_dir("full.log");
-    sp_log_appender_t *f = sp_log_file(path, "%m%n");
-    ck_assert_ptr_nonnull(f);
-    sp_logger_t *lg = sp_logger("full");
-    ck_assert_int_eq(sp_logger_set_appenders(lg, &f, 1), 0);
-    sp_log_appender_release(f);
+    sp_logger_t *lg = file_logger("full", path, "%m%n");
     SP_LOG_INFO(lg, "first");
     ck_assert_int_eq(sp_log_flush(), 0);
     /* Room for "first\n", "line 0\n" and half of "line 1\n". */
@@ -354,11 +357,7 @@ END_TEST
 /* /dev/full fails every write with ENOSPC: each line counts once. */
 START_TEST(dev_full_counts_every_line)
 {
-    sp_log_appender_t *f = sp_log_file("/dev/full", NULL);
-    ck_assert_ptr_nonnull(f);
-    sp_logger_t *lg = sp_logger("devfull");
-    ck_assert_int_eq(sp_logger_set_appenders(lg, &f, 1), 0);
-    sp_log_appender_release(f);
+    sp_logger_t *lg = file_logger("devfull", "/dev/full", NULL);
     for (int i = 0; i < 10; i++)
         SP_LOG_INFO(lg, "into nothing %d", i);
     ck_assert_int_eq(sp_log_flush(), 0);
