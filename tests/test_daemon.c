@@ -520,28 +520,46 @@ START_TEST(sighup_changes_keepalive_timeout)
 }
 END_TEST
 
-/* Start spindled on a configuration file holding `yaml` (pid_file set
- * before it) and wait for its worker. */
-static void start_with(proc_t *p, const char *yaml)
+/* Write the configuration file: `yaml` after the pid file's line. */
+static void rewrite_config(const char *yaml)
 {
     char text[1024];
     snprintf(text, sizeof text, "spindle: {pid_file: %s}\n%s", pid_path, yaml);
     write_file(conf_path, text);
+}
+
+/* Start spindled on rewrite_config(yaml) and wait for its worker. */
+static void start_with(proc_t *p, const char *yaml)
+{
+    rewrite_config(yaml);
     const char *args[] = {"-c", conf_path, NULL};
     spawn(p, args);
     ck_assert_msg(await_worker(p, now_ms() + 10000), "spindled did not start");
 }
 
-/* The echo service's idle timeout from the file: a connection that goes
- * quiet is closed (the default is 60 s; 200 ms here). */
-START_TEST(echo_idle_timeout_from_config)
+/* The echo service's timeouts come from the file and follow a reload: a
+ * quiet connection, open since before the reload, is closed once the idle
+ * timeout drops from 60 s to 200 ms, well before the 15 s the old timeouts
+ * would check it after (the keep-alive change shows in /status when the
+ * reload is done). */
+START_TEST(echo_idle_timeout_from_config_and_reload)
 {
+    const char *yaml = "http: {listen: [127.0.0.1:0], keepalive_timeout: %s}\n"
+                       "echo: {listen: [127.0.0.1:0], idle_timeout: %s, write_timeout: 60s}\n";
+    char text[512];
+    snprintf(text, sizeof text, yaml, "60s", "60s");
     proc_t p;
-    start_with(&p, "http: {enabled: false}\n"
-                   "echo: {listen: [127.0.0.1:0], idle_timeout: 200ms, write_timeout: 200ms}\n");
-    int fd = echo_ping(p.echo_port);
-    ck_assert_int_ge(closed_after(fd, 10000), 0);
-    close(fd);
+    start_with(&p, text);
+    int quiet = echo_ping(p.echo_port);
+    snprintf(text, sizeof text, yaml, "61s", "200ms");
+    rewrite_config(text);
+    ck_assert_int_eq(kill(p.pid, SIGHUP), 0);
+    ck_assert(await_status(p.http_port, "keepalive_timeout_ms", 61000, 5000));
+    ck_assert_int_ge(closed_after(quiet, 10000), 0);
+    close(quiet);
+    int fresh = echo_ping(p.echo_port);
+    ck_assert_int_ge(closed_after(fresh, 10000), 0);
+    close(fresh);
     stop_daemon(&p);
 }
 END_TEST
@@ -700,7 +718,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sigterm_finishes_inflight_requests);
     tcase_add_test(tc, sighup_changes_keepalive_timeout);
     tcase_add_test(tc, bad_reload_keeps_old_configuration);
-    tcase_add_test(tc, echo_idle_timeout_from_config);
+    tcase_add_test(tc, echo_idle_timeout_from_config_and_reload);
     tcase_add_test(tc, status_counts_lost_log_lines);
     tcase_add_test(tc, print_config_shows_sources_and_precedence);
     tcase_add_test(tc, bad_config_names_file_line_column);

@@ -1,8 +1,6 @@
 /* See apps_common.h. */
 #include <limits.h>
 #include <pthread.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/signalfd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +10,6 @@
 #include "apps_common.h"
 #include <spindle/tcp_server.h>
 #include <errno.h>
-
-/* Small enough that an idle connection's fiber stays within a page or two;
- * bigger messages just take more rounds. */
-enum { ECHO_CHUNK = 2048 };
 
 typedef struct fixed {
     const char *type, *body;
@@ -42,36 +36,6 @@ void app_add_hello_routes(sp_http_router_t *r)
     sp_http_router_add(r, SP_HTTP_EXACT, "/plaintext", SP_HTTP_M_GET, fixed_answer,
                        (void *)&plaintext);
     sp_http_router_add(r, SP_HTTP_EXACT, "/json", SP_HTTP_M_GET, fixed_answer, (void *)&json);
-}
-
-/* Under the hooks SO_RCVTIMEO and SO_SNDTIMEO bound a read or write call
- * that has to wait: a timer only then, nothing while data flows. Each
- * write of the echo loop is one chunk, so its timeout is a stall timeout. */
-static void set_timeout(int fd, int opt, int64_t ms)
-{
-    if (ms <= 0)
-        return;
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
-}
-
-void app_echo(int fd, const sp_addr_t *peer, void *arg)
-{
-    (void)peer;
-    const app_echo_timeouts_t *t = arg;
-    if (t) {
-        set_timeout(fd, SO_RCVTIMEO, t->idle_ms);
-        set_timeout(fd, SO_SNDTIMEO, t->write_ms);
-    }
-    char buf[ECHO_CHUNK];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n <= 0)
-            return; /* EOF (the client's shutdown or close), an error or
-                       the idle timeout */
-        if (sp_write_full(fd, buf, (size_t)n) < 0)
-            return;
-    }
 }
 
 bool app_parse_int(const char *text, int min, int max, int *out)

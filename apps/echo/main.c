@@ -12,7 +12,8 @@
  * (sp_tcp_default_max_conns). A connection is closed when nothing arrives
  * for --idle-timeout (60 s) or a write back stalls for --write-timeout
  * (30 s): a client that sends without reading, or sends nothing, does not
- * hold its fd and fiber forever. 0 turns either off.
+ * hold its fd and fiber forever. 0 turns either off; with both off the
+ * echo loop marks nothing at all.
  */
 #include <limits.h>
 #include <signal.h>
@@ -75,8 +76,12 @@ int main(int argc, char **argv)
         return 1;
     }
     sp_tcp_server_opts_t opts = {.max_conns = max_conns, .nodelay = true};
-    app_echo_timeouts_t timeouts = {idle_ms, write_ms};
-    sp_tcp_server_t *srv = sp_tcp_server_create(io, app_echo, &timeouts, &opts);
+    app_echo_t *echo = app_echo_create(io, idle_ms, write_ms);
+    sp_tcp_server_t *srv = echo ? sp_tcp_server_create(io, app_echo, echo, &opts) : NULL;
+    if (!srv) {
+        perror("spindle-echo: server");
+        return 1;
+    }
     int sig;
     int status = app_serve(&app_tcp_ops, srv, io, listen, (size_t)nlisten, "spindle-echo:",
                            &stop_signals, 5 * 1000000, &sig);
@@ -89,5 +94,6 @@ int main(int argc, char **argv)
             (unsigned long long)st.refused);
     sp_tcp_server_destroy(srv);
     sp_iomanager_destroy(io);
+    app_echo_destroy(echo);
     return 0;
 }

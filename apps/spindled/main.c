@@ -81,10 +81,10 @@ static int declare(spindled_vars_t *v)
          &v->echo_max_conns},
         {"echo.idle_timeout", SP_CVAR_DURATION, "60s", "0", "1d",
          "close a connection when nothing arrives this long; 0: never "
-         "(new connections on SIGHUP)", &v->echo_idle_timeout},
+         "(live on SIGHUP)", &v->echo_idle_timeout},
         {"echo.write_timeout", SP_CVAR_DURATION, "30s", "0", "1d",
          "close a connection whose client takes nothing back this long; "
-         "0: never (new connections on SIGHUP)", &v->echo_write_timeout},
+         "0: never (live on SIGHUP)", &v->echo_write_timeout},
     };
     char *errors = NULL;
     int rc = sp_config_declare(NULL, decls, sizeof decls / sizeof decls[0], &errors);

@@ -34,6 +34,7 @@ typedef struct servers {
     sp_http_static_t *files;
     sp_http_server_t *http;
     sp_tcp_server_t *echo;
+    app_echo_t *echo_service; /* the echo handler and its timeouts */
     spindled_t *d;
 } servers_t;
 
@@ -137,15 +138,6 @@ static int create_http(servers_t *s)
     return listen_all(v->http_listen, &app_http_ops, s->http);
 }
 
-/* The echo handler with the timeouts in force when the connection came:
- * a reload changes them for new connections. */
-static void echo_conn(int fd, const sp_addr_t *peer, void *arg)
-{
-    const spindled_vars_t *v = arg;
-    app_echo_timeouts_t t = {ms(v->echo_idle_timeout), ms(v->echo_write_timeout)};
-    app_echo(fd, peer, &t);
-}
-
 static int create_echo(servers_t *s)
 {
     spindled_vars_t *v = &s->d->v;
@@ -153,7 +145,9 @@ static int create_echo(servers_t *s)
         return 0;
     sp_tcp_server_opts_t o = {.max_conns = (int)sp_cvar_int(v->echo_max_conns),
                               .nodelay = true};
-    if (!(s->echo = sp_tcp_server_create(s->io, echo_conn, v, &o)))
+    s->echo_service = app_echo_create(s->io, ms(v->echo_idle_timeout),
+                                      ms(v->echo_write_timeout));
+    if (!s->echo_service || !(s->echo = sp_tcp_server_create(s->io, app_echo, s->echo_service, &o)))
         return -errno;
     return listen_all(v->echo_listen, &app_tcp_ops, s->echo);
 }
@@ -199,6 +193,7 @@ static void stop_and_destroy(servers_t *s)
     sp_http_server_destroy(s->http);
     sp_tcp_server_destroy(s->echo);
     sp_iomanager_destroy(s->io);
+    app_echo_destroy(s->echo_service);
     sp_http_router_destroy(s->routes);
     sp_http_static_destroy(s->files);
 }
@@ -207,11 +202,15 @@ static void stop_and_destroy(servers_t *s)
 
 static void reload(servers_t *s)
 {
-    if (spindled_reload(s->d) == 0 && s->http) {
-        const spindled_vars_t *v = &s->d->v;
+    const spindled_vars_t *v = &s->d->v;
+    bool ok = spindled_reload(s->d) == 0;
+    if (ok && s->http) {
         int64_t keepalive = ms(v->http_keepalive);
         sp_http_server_set_timeouts(s->http, ms(v->http_header), keepalive ? keepalive : 1);
     }
+    if (ok && s->echo_service)
+        app_echo_set_timeouts(s->echo_service, ms(v->echo_idle_timeout),
+                              ms(v->echo_write_timeout));
     int rc = sp_log_reopen();
     if (rc < 0)
         SP_LOG_ERROR(sp_logger("spindled"), "reopening log files: %s", strerror(-rc));
