@@ -268,6 +268,8 @@ static void flush_one(sp_log_appender_t *a)
         return;
     const sp_lbuf_t *out = &a->buf;
     size_t note = 0;
+    if (a->lost && !sp_log_enabled(sp_logger("spindle.log"), SP_LEVEL_WARN))
+        a->lost = 0; /* the log's notes about itself are turned off */
     if (a->lost && lost_note(a, &scratch)) {
         note = scratch.len;
         if (sp__lbuf_put(&scratch, a->buf.data, a->buf.len))
