@@ -12,10 +12,10 @@
  * Marks lag the true time by up to one period, so a connection is closed
  * only once its mark is a period older than the timeout: between the
  * timeout and the timeout plus two periods after its last progress, with a
- * period of a quarter of the shortest timeout. A connection is on the list
- * from start to end, under `lock`, and the sweeper shuts fds down under
- * that lock too: it never touches an fd number after its handler returned
- * (the server closes the fd then, and the number may be reused). */
+ * period of a quarter of the shortest timeout. A connection is in the
+ * table (by fd) from start to end, under `lock`, and the sweeper shuts fds
+ * down under that lock too: it never touches an fd number after its handler
+ * returned (the server closes the fd then, and the number may be reused). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,7 +34,6 @@ enum { ECHO_CHUNK = 2048 };
 #define MIN_PERIOD_MS 1
 
 typedef struct echo_conn {
-    struct echo_conn *prev, *next;
     int fd;
     _Atomic uint64_t mark; /* coarse ms << 1 | writing */
 } echo_conn_t;
@@ -44,7 +43,8 @@ struct app_echo {
     _Atomic int64_t idle_ms, write_ms;
     _Atomic uint64_t now_ms; /* the coarse clock, set by the sweeper */
     pthread_mutex_t lock;    /* what follows */
-    echo_conn_t *conns;
+    echo_conn_t **by_fd;     /* the connections (on their fibers' stacks) */
+    int nfds, nconns;        /* by_fd's size; how many are in it */
     sp_timer_id_t sweeper;   /* 0 while there are no connections */
     uint64_t period_ms;
 };
@@ -89,6 +89,7 @@ void app_echo_destroy(app_echo_t *e)
     if (!e)
         return;
     pthread_mutex_destroy(&e->lock);
+    free(e->by_fd);
     free(e);
 }
 
@@ -111,51 +112,67 @@ static void sweep(void *arg)
     atomic_store(&e->now_ms, now);
     int64_t idle = atomic_load(&e->idle_ms), wr = atomic_load(&e->write_ms);
     pthread_mutex_lock(&e->lock);
-    for (echo_conn_t *c = e->conns; c; c = c->next) {
+    for (int fd = 0; fd < e->nfds; fd++) {
+        echo_conn_t *c = e->by_fd[fd];
+        if (!c)
+            continue;
         uint64_t m = atomic_load_explicit(&c->mark, memory_order_relaxed);
         int64_t limit = m & 1 ? wr : idle;
         if (limit && now - (m >> 1) > (uint64_t)limit + e->period_ms)
-            shutdown(c->fd, SHUT_RDWR);
+            shutdown(fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&e->lock);
 }
 
-/* Put c on the list (the first connection starts the sweeper). False when
- * no timer could be had: then the connection runs without timeouts. */
+/* Room in by_fd for fd (the table grows to the highest fd seen). */
+static bool make_room(app_echo_t *e, int fd)
+{
+    if (fd < e->nfds)
+        return true;
+    int n = fd < e->nfds * 2 ? e->nfds * 2 : fd + 64;
+    echo_conn_t **t = realloc(e->by_fd, (size_t)n * sizeof *t);
+    if (!t)
+        return false;
+    for (int i = e->nfds; i < n; i++)
+        t[i] = NULL;
+    e->by_fd = t;
+    e->nfds = n;
+    return true;
+}
+
+/* The first connection starts the sweeper. Its clock stood still while
+ * there were none. */
+static bool start_sweeper(app_echo_t *e)
+{
+    e->period_ms = period_ms(e);
+    atomic_store(&e->now_ms, clock_ms());
+    if (sp_timer_add(e->io, e->period_ms * 1000, sweep, e, SP_TIMER_RECURRING, NULL,
+                     &e->sweeper) < 0)
+        e->sweeper = 0;
+    return e->sweeper != 0;
+}
+
+/* Put c in the table. False when there is no room or no timer: then the
+ * connection runs without timeouts. */
 static bool watch(app_echo_t *e, echo_conn_t *c)
 {
     pthread_mutex_lock(&e->lock);
-    if (!e->conns) {
-        e->period_ms = period_ms(e);
-        atomic_store(&e->now_ms, clock_ms()); /* it stood still meanwhile */
-        if (sp_timer_add(e->io, e->period_ms * 1000, sweep, e, SP_TIMER_RECURRING, NULL,
-                         &e->sweeper) < 0)
-            e->sweeper = 0;
-    }
-    bool ok = e->sweeper != 0;
+    bool ok = make_room(e, c->fd) && (e->nconns || start_sweeper(e));
     if (ok) {
         mark(c, e, false);
-        c->prev = NULL;
-        c->next = e->conns;
-        if (e->conns)
-            e->conns->prev = c;
-        e->conns = c;
+        e->by_fd[c->fd] = c;
+        e->nconns++;
     }
     pthread_mutex_unlock(&e->lock);
     return ok;
 }
 
-/* Take c off the list (the last connection stops the sweeper). */
+/* Take c out (the last connection stops the sweeper). */
 static void unwatch(app_echo_t *e, echo_conn_t *c)
 {
     pthread_mutex_lock(&e->lock);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        e->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    if (!e->conns) {
+    e->by_fd[c->fd] = NULL;
+    if (--e->nconns == 0) {
         sp_timer_cancel(e->io, e->sweeper);
         e->sweeper = 0;
     }
