@@ -355,6 +355,20 @@ static bool await_status(int port, const char *key, long value, int timeout_ms)
     return false;
 }
 
+/* A new connection to the echo service that got "ping" back, left open. */
+static int echo_ping(int port)
+{
+    int fd = connect_port(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "ping", 4), 4);
+    char back[4];
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+    ck_assert_int_eq(read(fd, back, 4), 4);
+    ck_assert_int_eq(memcmp(back, "ping", 4), 0);
+    return fd;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 START_TEST(serves_http_and_echo)
@@ -367,14 +381,7 @@ START_TEST(serves_http_and_echo)
     ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\nHello, World!"));
     ck_assert_int_eq(get(p.http_port, "/json", buf, sizeof buf, now_ms() + 5000), 200);
     ck_assert_int_eq(status_field(p.http_port, "pid"), p.worker);
-    int fd = connect_port(p.echo_port);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, "ping", 4), 4);
-    char back[4];
-    struct pollfd pfd = {fd, POLLIN, 0};
-    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
-    ck_assert_int_eq(read(fd, back, 4), 4);
-    ck_assert_int_eq(memcmp(back, "ping", 4), 0);
+    int fd = echo_ping(p.echo_port);
     close(fd);
     stop_daemon(&p);
     ck_assert_int_ne(access(pid_path, F_OK), 0); /* removed on exit */
@@ -518,6 +525,73 @@ START_TEST(sighup_changes_keepalive_timeout)
     close(fresh);
     close(idle);
     close(busy);
+    stop_daemon(&p);
+}
+END_TEST
+
+/* Write the configuration file: `yaml` after the pid file's line. */
+static void rewrite_config(const char *yaml)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "spindle: {pid_file: %s}\n%s", pid_path, yaml);
+    write_file(conf_path, text);
+}
+
+/* Start spindled on rewrite_config(yaml) and wait for its worker. */
+static void start_with(proc_t *p, const char *yaml)
+{
+    rewrite_config(yaml);
+    const char *args[] = {"-c", conf_path, NULL};
+    spawn(p, args);
+    ck_assert_msg(await_worker(p, now_ms() + 10000), "spindled did not start");
+}
+
+/* The echo service's timeouts come from the file and follow a reload: a
+ * quiet connection, open since before the reload, is closed once the idle
+ * timeout drops from 60 s to 200 ms, well before the 15 s the old timeouts
+ * would check it after (the keep-alive change shows in /status when the
+ * reload is done). */
+START_TEST(echo_idle_timeout_from_config_and_reload)
+{
+    const char *yaml = "http: {listen: [127.0.0.1:0], keepalive_timeout: %s}\n"
+                       "echo: {listen: [127.0.0.1:0], idle_timeout: %s, write_timeout: 60s}\n";
+    char text[512];
+    snprintf(text, sizeof text, yaml, "60s", "60s");
+    proc_t p;
+    start_with(&p, text);
+    int quiet = echo_ping(p.echo_port);
+    snprintf(text, sizeof text, yaml, "61s", "200ms");
+    rewrite_config(text);
+    ck_assert_int_eq(kill(p.pid, SIGHUP), 0);
+    ck_assert(await_status(p.http_port, "keepalive_timeout_ms", 61000, 5000));
+    ck_assert_int_ge(closed_after(quiet, 10000), 0);
+    close(quiet);
+    int fresh = echo_ping(p.echo_port);
+    ck_assert_int_ge(closed_after(fresh, 10000), 0);
+    close(fresh);
+    stop_daemon(&p);
+}
+END_TEST
+
+/* A log on a full disk (/dev/full: every write fails with ENOSPC): the
+ * lines it loses show in /status. Each request logs an access line, so
+ * asking again makes more; the count is looked at until it moves. */
+START_TEST(status_counts_lost_log_lines)
+{
+    proc_t p;
+    start_with(&p, "http: {listen: [127.0.0.1:0], access_log: true}\n"
+                   "echo: {enabled: false}\n"
+                   "log:\n  appenders: {full: {type: file, path: /dev/full}}\n"
+                   "  root: [full]\n");
+    int64_t deadline = now_ms() + 5000;
+    long lost;
+    while ((lost = status_field(p.http_port, "log_lost")) == 0 && now_ms() < deadline)
+        poll(NULL, 0, 5); /* the writer is asynchronous; re-ask */
+    ck_assert_int_gt(lost, 0);
+    ck_assert_int_gt(status_field(p.http_port, "log_write_errors"), 0);
+    char buf[1024];
+    ck_assert_int_eq(get(p.http_port, "/status", buf, sizeof buf, now_ms() + 5000), 200);
+    ck_assert_ptr_nonnull(strstr(buf, "\"log_last_error\":\"No space left on device\""));
     stop_daemon(&p);
 }
 END_TEST
@@ -853,6 +927,8 @@ static Suite *suite(void)
     tcase_add_test(tc, sigterm_finishes_inflight_requests);
     tcase_add_test(tc, sighup_changes_keepalive_timeout);
     tcase_add_test(tc, bad_reload_keeps_old_configuration);
+    tcase_add_test(tc, echo_idle_timeout_from_config_and_reload);
+    tcase_add_test(tc, status_counts_lost_log_lines);
     tcase_add_test(tc, print_config_shows_sources_and_precedence);
     tcase_add_test(tc, bad_config_names_file_line_column);
     tcase_add_test(tc, detached_daemon_holds_pid_file);

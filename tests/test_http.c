@@ -2369,8 +2369,11 @@ static int script_read_request(script_t *s, int c)
         s->heads_len += head;
     }
     s->requests++;
+    /* strcasestr needs a string: end the head after its last header line
+     * (the bytes past len are not initialised). */
+    end[2] = '\0';
     const char *cl = s->skip_bodies ? NULL : strcasestr(buf, "\r\nContent-Length: ");
-    size_t body = cl && cl < end ? strtoul(cl + 18, NULL, 10) : 0, have = len - head;
+    size_t body = cl ? strtoul(cl + 18, NULL, 10) : 0, have = len - head;
     while (have < body) {
         ssize_t n = read(c, buf, sizeof buf < body - have ? sizeof buf : body - have);
         if (n <= 0)

@@ -1,15 +1,17 @@
 /* Logging: exact pattern output, levels and inheritance, appenders, file
- * reopen after rotation, the full-queue policy (fibers drop, threads wait),
+ * reopen after rotation, a full disk, the full-queue policy (fibers drop, threads wait),
  * no loss at shutdown or exit with many threads and fibers, fork, and
  * configuration from YAML. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -257,15 +259,22 @@ END_TEST
 
 /* ---- files and rotation ------------------------------------------------------- */
 
+/* Route the logger `name` to a new file appender on `path`. */
+static sp_logger_t *file_logger(const char *name, const char *path, const char *pattern)
+{
+    sp_log_appender_t *f = sp_log_file(path, pattern);
+    ck_assert_ptr_nonnull(f);
+    sp_logger_t *lg = sp_logger(name);
+    ck_assert_int_eq(sp_logger_set_appenders(lg, &f, 1), 0);
+    sp_log_appender_release(f);
+    return lg;
+}
+
 START_TEST(file_appender_reopen_after_rename)
 {
     make_dir();
     const char *path = path_in_dir("app.log"), *rotated = path_in_dir("app.log.1");
-    sp_log_appender_t *f = sp_log_file(path, "%p %m%n");
-    ck_assert_ptr_nonnull(f);
-    sp_logger_t *lg = sp_logger("rot");
-    ck_assert_int_eq(sp_logger_set_appenders(lg, &f, 1), 0);
-    sp_log_appender_release(f);
+    sp_logger_t *lg = file_logger("rot", path, "%p %m%n");
     for (int i = 0; i < 3; i++)
         SP_LOG_INFO(lg, "before %d", i);
     ck_assert_int_eq(sp_log_flush(), 0);
@@ -294,6 +303,70 @@ START_TEST(file_appender_reopen_after_rename)
     ck_assert_ptr_null(sp_log_file(path_in_dir("no/such/dir.log"), NULL));
     ck_assert_int_eq(errno, ENOENT);
     remove_dir();
+}
+END_TEST
+
+/* ---- a full disk: whole lines only, counted, and said once writing works -------- */
+
+/* The file size limit stands in for a full disk: writes past it fail
+ * with EFBIG (SIGXFSZ ignored), and one that starts below it is cut. */
+static void limit_file_size(rlim_t bytes)
+{
+    struct rlimit rl;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    rl.rlim_cur = bytes;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+START_TEST(full_disk_loses_whole_lines_and_says_so)
+{
+    make_dir();
+    signal(SIGXFSZ, SIG_IGN);
+    const char *path = path_in_dir("full.log");
+    sp_logger_t *lg = file_logger("full", path, "%m%n");
+    SP_LOG_INFO(lg, "first");
+    ck_assert_int_eq(sp_log_flush(), 0);
+    /* Room for "first\n", "line 0\n" and half of "line 1\n". */
+    limit_file_size(6 + 7 + 3);
+    for (int i = 0; i < 5; i++)
+        SP_LOG_INFO(lg, "line %d", i);
+    ck_assert_int_eq(sp_log_flush(), 0);
+    ck_assert_str_eq(slurp(path), "first\nline 0\n"); /* no half line */
+    sp_log_stats_t st;
+    sp_log_stats(&st);
+    ck_assert_uint_eq(st.lost, 4);
+    ck_assert_uint_ge(st.write_errors, 1);
+    ck_assert_int_eq(st.last_error, EFBIG);
+    SP_LOG_INFO(lg, "still full");
+    ck_assert_int_eq(sp_log_flush(), 0);
+    sp_log_stats(&st);
+    ck_assert_uint_eq(st.lost, 5);
+    /* Space again: the file says what it misses, once, then goes on. */
+    limit_file_size(RLIM_INFINITY);
+    SP_LOG_INFO(lg, "back");
+    SP_LOG_INFO(lg, "and on");
+    ck_assert_int_eq(sp_log_flush(), 0);
+    ck_assert_str_eq(slurp(path), "first\nline 0\n5 log lines lost (File too large)\n"
+                                  "back\nand on\n");
+    sp_log_stats(&st);
+    ck_assert_uint_eq(st.lost, 5);
+    remove_dir();
+}
+END_TEST
+
+/* /dev/full fails every write with ENOSPC: each line counts once. */
+START_TEST(dev_full_counts_every_line)
+{
+    sp_logger_t *lg = file_logger("devfull", "/dev/full", NULL);
+    for (int i = 0; i < 10; i++)
+        SP_LOG_INFO(lg, "into nothing %d", i);
+    ck_assert_int_eq(sp_log_flush(), 0);
+    sp_log_stats_t st;
+    sp_log_stats(&st);
+    ck_assert_uint_eq(st.lost, 10);
+    ck_assert_uint_ge(st.write_errors, 1);
+    ck_assert_int_eq(st.last_error, ENOSPC);
+    ck_assert_uint_eq(st.dropped, 0);
 }
 END_TEST
 
@@ -625,6 +698,8 @@ int main(void)
     tcase_add_test(tc, levels_and_inheritance);
     tcase_add_test(tc, file_appender_reopen_after_rename);
     tcase_add_test(tc, full_queue_fibers_drop_threads_wait);
+    tcase_add_test(tc, full_disk_loses_whole_lines_and_says_so);
+    tcase_add_test(tc, dev_full_counts_every_line);
     tcase_add_test(tc, no_loss_at_shutdown);
     tcase_add_test(tc, exit_writes_everything);
     tcase_add_test(tc, fork_child_has_its_own_writer);

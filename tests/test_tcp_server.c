@@ -1,4 +1,5 @@
-/* TCP server and spindle-echo: real sockets on 127.0.0.1, ::1 and Unix
+/* TCP server and spindle-echo (and the connection limit the HTTP server
+ * shares with it): real sockets on 127.0.0.1, ::1 and Unix
  * paths, real clients (plain blocking sockets, nc, 1,000 client fibers). */
 #include <check.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spindle/http.h>
 #include <spindle/iomanager.h>
 #include <spindle/net.h>
 #include <spindle/tcp_server.h>
@@ -311,6 +313,95 @@ START_TEST(connection_limit_refuses)
 }
 END_TEST
 
+/* Set the soft open-file limit; returns the old limits. */
+static struct rlimit set_nofile(rlim_t cur)
+{
+    struct rlimit old;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    struct rlimit rl = {cur, old.rlim_max};
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    return old;
+}
+
+/* With 96 fds the default limit is 96 - 96/8 - 64 = 20 connections. */
+enum { LIMIT_96 = 20 };
+
+/* Without max_conns the limit comes from the open-file limit: the 21st
+ * connection is refused. */
+START_TEST(default_limit_from_open_file_limit)
+{
+    struct rlimit old = set_nofile(1000);
+    ck_assert_int_eq(sp_tcp_default_max_conns(), 1000 - 125 - 64);
+    set_nofile(40);
+    ck_assert_int_eq(sp_tcp_default_max_conns(), 16); /* the floor */
+    set_nofile(96);
+    server_t s;
+    server_start(&s, "127.0.0.1:0", 0);
+    int fds[LIMIT_96 + 1];
+    for (int i = 0; i < LIMIT_96; i++) {
+        fds[i] = client(&s.addr);
+        roundtrip(fds[i], "in");
+    }
+    fds[LIMIT_96] = client(&s.addr); /* accepted and closed at once */
+    char x;
+    ck_assert_int_le(read(fds[LIMIT_96], &x, 1), 0);
+    sp_tcp_server_stats_t st;
+    sp_tcp_server_stats(s.srv, &st);
+    ck_assert_uint_eq(st.refused, 1);
+    ck_assert_uint_eq(st.active, LIMIT_96);
+    for (int i = 0; i <= LIMIT_96; i++)
+        close(fds[i]);
+    server_stop(&s);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+END_TEST
+
+static int hello(sp_http_request_t *req, sp_http_response_t *res, void *arg)
+{
+    (void)req;
+    (void)arg;
+    return sp_http_response_set_body(res, "hi", 2);
+}
+
+/* The status code of a GET on a new keep-alive connection (left open). */
+static int http_status(const sp_addr_t *a, int *fd)
+{
+    *fd = client(a);
+    const char req[] = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    ck_assert_int_eq(sp_write_full(*fd, req, sizeof req - 1), (ssize_t)sizeof req - 1);
+    char line[13] = {0};
+    ck_assert_int_eq(sp_read_full(*fd, line, 12), 12); /* "HTTP/1.1 200" */
+    return atoi(line + 9);
+}
+
+/* The HTTP server has the same default: the 21st connection hears 503. */
+START_TEST(http_default_limit_from_open_file_limit)
+{
+    struct rlimit old = set_nofile(96);
+    sp_iomanager_t *io = sp_iomanager_create("http", 2, false);
+    ck_assert_ptr_nonnull(io);
+    sp_http_server_t *h = sp_http_server_create(io, hello, NULL, NULL);
+    ck_assert_ptr_nonnull(h);
+    sp_addr_t a;
+    ck_assert_int_eq(sp_addr_parse("127.0.0.1:0", &a), 0);
+    ck_assert_int_eq(sp_http_server_listen(h, &a), 0);
+    ck_assert_int_eq(sp_iomanager_start(io), 0);
+    ck_assert_int_eq(sp_http_server_start(h), 0);
+    ck_assert_int_eq(sp_http_server_addr(h, 0, &a), 0);
+    int fds[LIMIT_96 + 1];
+    for (int i = 0; i < LIMIT_96; i++)
+        ck_assert_int_eq(http_status(&a, &fds[i]), 200);
+    ck_assert_int_eq(http_status(&a, &fds[LIMIT_96]), 503);
+    for (int i = 0; i <= LIMIT_96; i++)
+        close(fds[i]);
+    ck_assert_int_eq(sp_http_server_stop(h, 1000000), 0);
+    ck_assert_int_eq(sp_iomanager_stop(io), 0);
+    sp_http_server_destroy(h);
+    sp_iomanager_destroy(io);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+END_TEST
+
 /* ---- graceful stop ------------------------------------------------------- */
 
 START_TEST(graceful_stop_with_open_connections)
@@ -424,17 +515,25 @@ static int echo_exit_status(const char *args)
 
 START_TEST(echo_program_rejects_bad_numbers)
 {
-    const char *bad[] = {"--max-conns -1", "--max-conns 12x", "--max-conns ''",
-                         "--workers 0", "--workers two", "--workers 99999999999"};
+    const char *bad[] = {"--max-conns -1",    "--max-conns 12x",       "--max-conns ''",
+                         "--workers 0",       "--workers two",         "--workers 99999999999",
+                         "--idle-timeout -1", "--write-timeout 1.5s", "--idle-timeout"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(echo_exit_status(bad[i]) == 2, "%s", bad[i]);
 }
 END_TEST
 
-/* Start spindle-echo with a file limit (0 = inherit) and `workers`, and
- * read its port. */
-static void echo_start(proc_t *p, rlim_t nofile, const char *workers)
+/* Start spindle-echo with a file limit (0 = inherit), `workers` and the
+ * arguments in `more` (NULL-terminated, at most 6; NULL: none), and read
+ * its port. */
+static void echo_start_with(proc_t *p, rlim_t nofile, const char *workers,
+                            const char *const *more)
 {
+    const char *argv[12] = {"spindle-echo", "--listen", "127.0.0.1:0", "--workers", workers};
+    for (int i = 0; more && more[i]; i++) {
+        ck_assert_int_lt(i, 6);
+        argv[5 + i] = more[i];
+    }
     int pipefd[2];
     ck_assert_int_eq(pipe(pipefd), 0);
     p->pid = fork();
@@ -446,8 +545,7 @@ static void echo_start(proc_t *p, rlim_t nofile, const char *workers)
             struct rlimit rl = {nofile, nofile};
             setrlimit(RLIMIT_NOFILE, &rl);
         }
-        execl(SPINDLE_ECHO, "spindle-echo", "--listen", "127.0.0.1:0",
-              "--workers", workers, (char *)NULL);
+        execv(SPINDLE_ECHO, (char *const *)argv);
         _exit(127);
     }
     close(pipefd[1]);
@@ -463,6 +561,11 @@ static void echo_start(proc_t *p, rlim_t nofile, const char *workers)
     ck_assert_ptr_nonnull(colon);
     p->port = atoi(colon + 1);
     ck_assert_int_gt(p->port, 0);
+}
+
+static void echo_start(proc_t *p, rlim_t nofile, const char *workers)
+{
+    echo_start_with(p, nofile, workers, NULL);
 }
 
 static int echo_stop(proc_t *p)
@@ -559,12 +662,14 @@ START_TEST(load_tool_against_echo_program)
 }
 END_TEST
 
-/* With 40 fds the server runs out after a few dozen connections: it must
- * shed the rest, stay up, and serve again once clients go away. */
+/* With 40 fds and no connection limit the server runs out after a few
+ * dozen connections: it must shed the rest, stay up, and serve again once
+ * clients go away. */
 START_TEST(echo_program_survives_emfile)
 {
     proc_t p;
-    echo_start(&p, 40, "2");
+    const char *no_limit[] = {"--max-conns", "0", NULL};
+    echo_start_with(&p, 40, "2", no_limit);
     sp_addr_t a = local(p.port);
     enum { N = 60 };
     int fds[N], served = 0, shed = 0;
@@ -601,6 +706,72 @@ START_TEST(echo_program_survives_emfile)
 }
 END_TEST
 
+/* ---- spindle-echo's timeouts ---------------------------------------------- */
+
+/* Wait (bounded) for the server to end the connection: EOF, or a reset
+ * when it closed with unread bytes. True if it did within 10 s. */
+static bool closed_by_server(int fd)
+{
+    struct pollfd pfd = {fd, POLLRDHUP, 0};
+    return poll(&pfd, 1, 10000) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* A client that sends nothing, and one that goes quiet after a message,
+ * are closed after --idle-timeout. */
+START_TEST(echo_program_idle_timeout)
+{
+    proc_t p;
+    const char *args[] = {"--idle-timeout", "200", NULL};
+    echo_start_with(&p, 0, "2", args);
+    sp_addr_t a = local(p.port);
+    int silent = client(&a), quiet = client(&a);
+    roundtrip(quiet, "one message");
+    ck_assert(closed_by_server(silent));
+    ck_assert(closed_by_server(quiet));
+    char c;
+    ck_assert_int_eq(read(quiet, &c, 1), 0); /* EOF after everything echoed */
+    close(silent);
+    close(quiet);
+    ck_assert_int_eq(echo_stop(&p), 0);
+}
+END_TEST
+
+/* A client that sends and never reads: the echo's writes stall, and after
+ * --write-timeout the server closes the connection (the idle timeout is
+ * off, so nothing else can). The client's tiny receive buffer makes the
+ * stall come after a few KiB rather than after the kernel's buffers. */
+START_TEST(echo_program_write_stall_timeout)
+{
+    proc_t p;
+    const char *args[] = {"--idle-timeout", "0", "--write-timeout", "200", NULL};
+    echo_start_with(&p, 0, "2", args);
+    sp_addr_t a = local(p.port);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    ck_assert(connect(fd, (const struct sockaddr *)&a.ss, a.len) == 0 || errno == EINPROGRESS);
+    static char chunk[64 << 10];
+    size_t sent = 0;
+    bool closed = false;
+    while (!closed && sent < (64u << 20)) {
+        ssize_t w = write(fd, chunk, sizeof chunk);
+        if (w > 0) {
+            sent += (size_t)w;
+        } else if (errno == EAGAIN) {
+            struct pollfd pfd = {fd, POLLOUT | POLLRDHUP, 0};
+            ck_assert_msg(poll(&pfd, 1, 10000) == 1, "still open after 10 s, %zu bytes sent",
+                          sent);
+            closed = pfd.revents & (POLLRDHUP | POLLHUP | POLLERR);
+        } else {
+            closed = true; /* EPIPE, ECONNRESET: closed while we wrote */
+        }
+    }
+    ck_assert(closed);
+    close(fd);
+    ck_assert_int_eq(echo_stop(&p), 0);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -614,6 +785,8 @@ int main(void)
     tcase_add_test(tc, sixteen_mib_roundtrip_and_half_close);
     tcase_add_test(tc, client_reset_mid_message);
     tcase_add_test(tc, connection_limit_refuses);
+    tcase_add_test(tc, default_limit_from_open_file_limit);
+    tcase_add_test(tc, http_default_limit_from_open_file_limit);
     tcase_add_test(tc, graceful_stop_with_open_connections);
     tcase_add_test(tc, drain_refuses_new_connections);
     tcase_add_test(tc, echo_program_with_nc);
@@ -621,6 +794,8 @@ int main(void)
     tcase_add_test(tc, echo_program_single_threaded);
     tcase_add_test(tc, echo_program_survives_emfile);
     tcase_add_test(tc, load_tool_against_echo_program);
+    tcase_add_test(tc, echo_program_idle_timeout);
+    tcase_add_test(tc, echo_program_write_stall_timeout);
     suite_add_tcase(s, tc);
     return sp_test_run(s);
 }

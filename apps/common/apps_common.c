@@ -1,4 +1,5 @@
 /* See apps_common.h. */
+#include <limits.h>
 #include <pthread.h>
 #include <sys/signalfd.h>
 #include <stdio.h>
@@ -9,10 +10,6 @@
 #include "apps_common.h"
 #include <spindle/tcp_server.h>
 #include <errno.h>
-
-/* Small enough that an idle connection's fiber stays within a page or two;
- * bigger messages just take more rounds. */
-enum { ECHO_CHUNK = 2048 };
 
 typedef struct fixed {
     const char *type, *body;
@@ -41,20 +38,6 @@ void app_add_hello_routes(sp_http_router_t *r)
     sp_http_router_add(r, SP_HTTP_EXACT, "/json", SP_HTTP_M_GET, fixed_answer, (void *)&json);
 }
 
-void app_echo(int fd, const sp_addr_t *peer, void *arg)
-{
-    (void)peer;
-    (void)arg;
-    char buf[ECHO_CHUNK];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n <= 0)
-            return; /* EOF (the client's shutdown or close) or an error */
-        if (sp_write_full(fd, buf, (size_t)n) < 0)
-            return;
-    }
-}
-
 bool app_parse_int(const char *text, int min, int max, int *out)
 {
     char *end;
@@ -63,6 +46,15 @@ bool app_parse_int(const char *text, int min, int max, int *out)
     if (errno || end == text || *end || v < min || v > max)
         return false;
     *out = (int)v;
+    return true;
+}
+
+bool app_parse_max_conns(const char *text, int *out)
+{
+    if (!app_parse_int(text, 0, INT_MAX, out))
+        return false;
+    if (*out == 0)
+        *out = -1;
     return true;
 }
 

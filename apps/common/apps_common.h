@@ -17,12 +17,27 @@ void app_add_hello_routes(sp_http_router_t *r);
 /* Answer with a body and its Content-Type. */
 int app_answer(sp_http_response_t *res, const char *type, const char *body);
 
-/* A TCP server handler that writes back what it reads until EOF. */
+/* The echo service: a handler that writes back what it reads until EOF,
+ * and its timeouts (milliseconds, 0: none). A connection on which nothing
+ * arrives for idle_ms is closed, and so is one whose client takes none of
+ * what is written back for write_ms (a stalled write). */
+typedef struct app_echo app_echo_t;
+/* For the connections of servers on io. NULL + errno. */
+app_echo_t *app_echo_create(sp_iomanager_t *io, int64_t idle_ms, int64_t write_ms);
+/* New timeouts, from any thread (a reload). Open connections follow them,
+ * except those that started while there were none. */
+void app_echo_set_timeouts(app_echo_t *e, int64_t idle_ms, int64_t write_ms);
+/* Free it once its servers are stopped and io has stopped. NULL: no-op. */
+void app_echo_destroy(app_echo_t *e);
+/* The TCP server handler; arg is an app_echo_t, or NULL for no timeouts. */
 void app_echo(int fd, const sp_addr_t *peer, void *arg);
 
 /* A whole decimal number in [min, max] from a command-line argument;
  * false for anything else ("-1" where min is 0, "12x", "", overflow). */
 bool app_parse_int(const char *text, int min, int max, int *out);
+/* --max-conns N: N >= 0, where 0 means no limit (-1 in the servers'
+ * options, whose 0 is the default derived from the open-file limit). */
+bool app_parse_max_conns(const char *text, int *out);
 
 /* Print "listening on ADDR" (port 0 shows the kernel's port), with
  * " (what)" appended when what is not NULL. Call fflush(stdout) after the

@@ -41,7 +41,8 @@ static void usage(const char *argv0)
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--root DIR]\n"
             "          [--max-conns N] [--access-log] [--server NAME]\n"
             "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n"
-            "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit)\n",
+            "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit;\n"
+            "     default: from the open-file limit)\n",
             argv0);
     exit(2);
 }
@@ -56,7 +57,7 @@ static void parse_args(int argc, char **argv, args_t *a)
         else if (!strcmp(argv[i], "--workers") && more)
             ok = app_parse_int(argv[++i], 1, INT_MAX, &a->workers);
         else if (!strcmp(argv[i], "--max-conns") && more)
-            ok = app_parse_int(argv[++i], 0, INT_MAX, &a->max_conns);
+            ok = app_parse_max_conns(argv[++i], &a->max_conns);
         else if (!strcmp(argv[i], "--root") && more)
             a->root = argv[++i];
         else if (!strcmp(argv[i], "--server") && more)

@@ -68,8 +68,9 @@ static int declare(spindled_vars_t *v)
          "wait for the client to take response bytes", &v->http_send_timeout},
         {"http.max_body", SP_CVAR_SIZE, "1MiB", "0", "1GiB",
          "largest request body; 0: none allowed", &v->http_max_body},
-        {"http.max_conns", SP_CVAR_INT, "0", "0", "10000000",
-         "open connections; 0: unlimited", &v->http_max_conns},
+        {"http.max_conns", SP_CVAR_INT, "0", "-1", "10000000",
+         "open connections; 0: from the open-file limit, -1: unlimited",
+         &v->http_max_conns},
         {"http.server_name", SP_CVAR_STRING, "spindle", NULL, NULL,
          "Server header; empty: none", &v->http_server_name},
         {"http.access_log", SP_CVAR_BOOL, "false", NULL, NULL,
@@ -82,8 +83,15 @@ static int declare(spindled_vars_t *v)
          &v->echo_enabled},
         {"echo.listen", SP_CVAR_LIST, "[127.0.0.1:9000]", NULL, NULL, "echo addresses",
          &v->echo_listen},
-        {"echo.max_conns", SP_CVAR_INT, "0", "0", "10000000",
-         "open connections; 0: unlimited", &v->echo_max_conns},
+        {"echo.max_conns", SP_CVAR_INT, "0", "-1", "10000000",
+         "open connections; 0: from the open-file limit, -1: unlimited",
+         &v->echo_max_conns},
+        {"echo.idle_timeout", SP_CVAR_DURATION, "60s", "0", "1d",
+         "close a connection when nothing arrives this long; 0: never "
+         "(live on SIGHUP)", &v->echo_idle_timeout},
+        {"echo.write_timeout", SP_CVAR_DURATION, "30s", "0", "1d",
+         "close a connection whose client takes nothing back this long; "
+         "0: never (live on SIGHUP)", &v->echo_write_timeout},
     };
     char *errors = NULL;
     int rc = sp_config_declare(NULL, decls, sizeof decls / sizeof decls[0], &errors);

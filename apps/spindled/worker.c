@@ -34,21 +34,30 @@ typedef struct servers {
     sp_http_static_t *files;
     sp_http_server_t *http;
     sp_tcp_server_t *echo;
+    app_echo_t *echo_service; /* the echo handler and its timeouts */
     spindled_t *d;
 } servers_t;
 
 /* ---- routes ---------------------------------------------------------------- */
 
-/* The worker's pid (tests kill it to see the supervisor restart it) and
- * the live keep-alive timeout (tests see a reload take effect). */
+/* The worker's pid (tests kill it to see the supervisor restart it), the
+ * live keep-alive timeout (tests see a reload take effect), and what the
+ * log lost (a full disk shows here even when the log cannot say it). */
 static int status_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
 {
     (void)req;
     const spindled_t *d = arg;
-    char body[160];
-    snprintf(body, sizeof body, "{\"pid\":%ld,\"keepalive_timeout_ms\":%lld,\"slow_active\":%d}",
+    sp_log_stats_t log;
+    sp_log_stats(&log);
+    char body[320];
+    snprintf(body, sizeof body,
+             "{\"pid\":%ld,\"keepalive_timeout_ms\":%lld,\"slow_active\":%d,"
+             "\"log_dropped\":%llu,\"log_lost\":%llu,\"log_write_errors\":%llu,"
+             "\"log_last_error\":\"%s\"}",
              (long)getpid(), (long long)(sp_cvar_duration(d->v.http_keepalive) / 1000),
-             atomic_load(&slow_active));
+             atomic_load(&slow_active), (unsigned long long)log.dropped,
+             (unsigned long long)log.lost, (unsigned long long)log.write_errors,
+             log.last_error ? strerror(log.last_error) : "");
     return app_answer(res, "application/json", body);
 }
 
@@ -144,7 +153,10 @@ static int create_echo(servers_t *s)
     sp_tcp_server_opts_t o = {.max_conns = (int)sp_cvar_int(v->echo_max_conns),
                               .nodelay = true,
                               .no_reuseport = !sp_cvar_bool(v->reuse_port)};
-    if (!(s->echo = sp_tcp_server_create(s->io, app_echo, NULL, &o)))
+    s->echo_service = app_echo_create(s->io, ms(v->echo_idle_timeout),
+                                      ms(v->echo_write_timeout));
+    if (!s->echo_service ||
+        !(s->echo = sp_tcp_server_create(s->io, app_echo, s->echo_service, &o)))
         return -errno;
     return listen_all(v->echo_listen, &app_tcp_ops, s->echo);
 }
@@ -206,6 +218,7 @@ static void stop_and_destroy(servers_t *s)
     sp_http_server_destroy(s->http);
     sp_tcp_server_destroy(s->echo);
     sp_iomanager_destroy(s->io);
+    app_echo_destroy(s->echo_service);
     sp_http_router_destroy(s->routes);
     sp_http_static_destroy(s->files);
 }
@@ -214,11 +227,15 @@ static void stop_and_destroy(servers_t *s)
 
 static void reload(servers_t *s)
 {
-    if (spindled_reload(s->d) == 0 && s->http) {
-        const spindled_vars_t *v = &s->d->v;
+    const spindled_vars_t *v = &s->d->v;
+    bool ok = spindled_reload(s->d) == 0;
+    if (ok && s->http) {
         int64_t keepalive = ms(v->http_keepalive);
         sp_http_server_set_timeouts(s->http, ms(v->http_header), keepalive ? keepalive : 1);
     }
+    if (ok && s->echo_service)
+        app_echo_set_timeouts(s->echo_service, ms(v->echo_idle_timeout),
+                              ms(v->echo_write_timeout));
     int rc = sp_log_reopen();
     if (rc < 0)
         SP_LOG_ERROR(sp_logger("spindled"), "reopening log files: %s", strerror(-rc));

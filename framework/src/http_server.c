@@ -1,6 +1,7 @@
 /* The HTTP server: options with their defaults, and a TCP server whose
  * connection handler is the HTTP connection loop (http_conn.c). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,24 @@ static void fill_ms(int64_t *v, int64_t def)
         *v = def;
 }
 
+enum { BUSY_BAND = 16 };
+
+/* Over max_conns a connection is still accepted, to be answered 503; the
+ * TCP server's own limit, an eighth and BUSY_BAND higher, bounds those
+ * connections too (both stay under the open-file limit with the defaults).
+ * None is stored as INT_MAX, a count never reached. */
+static void fill_conns(sp_http_server_opts_t *o)
+{
+    if (o->max_conns == 0)
+        o->max_conns = sp_tcp_default_max_conns();
+    else if (o->max_conns < 0)
+        o->max_conns = INT_MAX;
+    if (o->tcp.max_conns == 0) {
+        long long tcp = (long long)o->max_conns + o->max_conns / 8 + BUSY_BAND;
+        o->tcp.max_conns = tcp > INT_MAX ? INT_MAX : (int)tcp;
+    }
+}
+
 static void fill_defaults(sp_http_server_opts_t *o)
 {
     fill_size(&o->max_request_line, SP_HTTP_DEFAULT_MAX_REQUEST_LINE);
@@ -35,6 +54,7 @@ static void fill_defaults(sp_http_server_opts_t *o)
     fill_ms(&o->send_timeout_ms, SP_HTTP_DEFAULT_SEND_TIMEOUT_MS);
     fill_ms(&o->body_deadline_ms, SP_HTTP_DEFAULT_BODY_DEADLINE_MS);
     fill_size(&o->max_buffered_bodies, SP_HTTP_DEFAULT_BUFFERED_BODIES * o->max_body);
+    fill_conns(o);
     /* Answers are written whole; Nagle would only delay the last piece of
      * a streamed one. */
     o->tcp.nodelay = true;

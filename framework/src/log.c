@@ -285,21 +285,30 @@ void sp_log_write(sp_logger_t *lg, sp_log_level_t level, const char *file, int l
 
 /* ---- executing a record (writer state) ------------------------------------- */
 
+sp_log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
+{
+    static sp_logger_t *self;
+    if (!self)
+        self = sp_logger("spindle.log");
+    if (!self)
+        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    sp_log_record_t *r = sp__log_record(self, SP_LEVEL_WARN, file, line, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 /* Tell the log itself about messages the queue dropped. */
 static void report_drops(void)
 {
     uint64_t n = sp__log_take_unreported();
-    static sp_logger_t *self;
-    if (n && !self)
-        self = sp_logger("spindle.log");
-    if (!n || !self || !sp_log_enabled(self, SP_LEVEL_WARN))
+    if (!n || !sp_log_enabled(sp_logger("spindle.log"), SP_LEVEL_WARN))
         return;
-    char text[80];
-    int len = snprintf(text, sizeof text, "%llu messages dropped (log queue full)",
-                       (unsigned long long)n);
-    sp_log_record_t *r = record_new(self, SP_LEVEL_WARN, __FILE__, __LINE__, (size_t)len);
+    sp_log_record_t *r = sp__log_notice(__FILE__, __LINE__,
+                                        "%llu messages dropped (log queue full)",
+                                        (unsigned long long)n);
     if (r) {
-        memcpy(r->msg, text, (size_t)len);
         sp__log_exec(r);
         free(r);
     }

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log_internal.h"
@@ -28,6 +29,8 @@ struct sp_log_appender {
     sp_log_sink_fn fn;
     void *arg;
     sp_lbuf_t buf; /* writer state */
+    uint64_t lost; /* writer state: lines lost here and not yet said here */
+    int err;       /* writer state: why the last of them was lost */
     sp_log_appender_t *prev, *next;
 };
 
@@ -173,26 +176,6 @@ void sp__appset_free(sp_log_appset_t *s)
 
 /* ---- writing (writer state) ----------------------------------------------- */
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* disk full or closed: nothing better to do than drop */
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void flush_one(sp_log_appender_t *a)
-{
-    if (a->buf.len)
-        write_all(a->fd, a->buf.data, a->buf.len);
-    a->buf.len = 0;
-}
-
 void sp__appenders_set_default(sp_log_pattern_t *p)
 {
     sp__pattern_free(default_pattern);
@@ -206,6 +189,97 @@ static sp_log_pattern_t *pattern_of(const sp_log_appender_t *a)
     if (!default_pattern)
         default_pattern = sp__pattern_compile(SP_LOG_DEFAULT_PATTERN, NULL, 0);
     return default_pattern;
+}
+
+/* Write p[0..n); 0, or the errno that stopped it after *done bytes. */
+static int write_all(int fd, const char *p, size_t n, size_t *done)
+{
+    *done = 0;
+    while (*done < n) {
+        ssize_t w = write(fd, p + *done, n - *done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        *done += (size_t)w;
+    }
+    return 0;
+}
+
+static size_t count_lines(const char *p, size_t n)
+{
+    size_t lines = 0;
+    for (const char *end = p + n; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+        lines++;
+    return lines;
+}
+
+/* A write that failed inside a line left part of it in the file: cut the
+ * file back to its last whole line. Only a regular file can be; on a pipe
+ * or terminal the part stays (they fail only when their reader is gone). */
+static void take_back(int fd, size_t part)
+{
+    struct stat st;
+    if (!part || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return;
+    off_t end = lseek(fd, 0, SEEK_CUR);
+    if (end >= (off_t)part && ftruncate(fd, end - (off_t)part) < 0)
+        sp__log_write_failed(0, errno); /* the part stays */
+}
+
+/* Write p[0..n), whose first `note` bytes are the "lines lost" note. When
+ * the write fails, the lines that did not get out whole are lost: counted
+ * (the note itself not), and the part of a cut line taken back. */
+static void put_lines(sp_log_appender_t *a, const char *p, size_t n, size_t note)
+{
+    size_t done;
+    int err = write_all(a->fd, p, n, &done);
+    const char *nl = err ? memrchr(p, '\n', done) : NULL;
+    size_t whole = !err ? n : nl ? (size_t)(nl + 1 - p) : 0;
+    if (note && whole >= note)
+        a->lost = 0; /* said in the file */
+    if (!err)
+        return;
+    take_back(a->fd, done - whole);
+    size_t from = whole > note ? whole : note;
+    size_t lines = count_lines(p + from, n - from);
+    a->lost += lines;
+    a->err = err;
+    sp__log_write_failed(lines, err);
+}
+
+/* Lay out "N log lines lost (reason)" at the end of `out`; false when it
+ * cannot (out of memory). */
+static bool lost_note(const sp_log_appender_t *a, sp_lbuf_t *out)
+{
+    sp_log_record_t *r = sp__log_notice(__FILE__, __LINE__, "%llu log lines lost (%s)",
+                                        (unsigned long long)a->lost, strerror(a->err));
+    sp_log_pattern_t *p = pattern_of(a);
+    bool ok = r && p && sp__pattern_format(p, r, out);
+    free(r);
+    return ok;
+}
+
+/* Write the buffered lines; after a loss, with the note in front of them
+ * (one write: the note is in the file exactly when writing works again). */
+static void flush_one(sp_log_appender_t *a)
+{
+    if (!a->buf.len)
+        return;
+    const sp_lbuf_t *out = &a->buf;
+    size_t note = 0;
+    if (a->lost && !sp_log_enabled(sp_logger("spindle.log"), SP_LEVEL_WARN))
+        a->lost = 0; /* the log's notes about itself are turned off */
+    if (a->lost && lost_note(a, &scratch)) {
+        note = scratch.len;
+        if (sp__lbuf_put(&scratch, a->buf.data, a->buf.len))
+            out = &scratch;
+        else
+            note = 0;
+    }
+    put_lines(a, out->data, out->len, note);
+    scratch.len = 0;
+    a->buf.len = 0;
 }
 
 void sp__appender_emit(sp_log_appender_t *a, const sp_log_record_t *r)

@@ -109,6 +109,13 @@ void sp__log_exec(sp_log_record_t *r);
 /* Make a record of a message; NULL when out of memory. */
 sp_log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file,
                                 int line, const char *fmt, va_list ap);
+/* A WARN record of the log about itself, on "spindle.log"; NULL when out
+ * of memory. Writer state. */
+sp_log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* ---- the writer (log_writer.c) ------------------------------------------ */
 
@@ -124,5 +131,7 @@ void sp__log_drop(void);
 bool sp__log_is_writer(void);
 /* Take and return the drop count not yet reported. */
 uint64_t sp__log_take_unreported(void);
+/* Count a failed write(2) (errno err) that lost `lines` lines. */
+void sp__log_write_failed(uint64_t lines, int err);
 
 #endif

@@ -11,7 +11,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@
 
 #define BACKOFF_MIN_US 1000
 #define BACKOFF_MAX_US 1000000
+/* The default connection limit leaves n/8 + FD_RESERVE of n fds. */
+enum { FD_RESERVE = 64, MIN_DEFAULT_CONNS = 16 };
 
 typedef struct conn {
     struct conn *prev, *next;
@@ -65,6 +69,17 @@ struct sp_tcp_server {
     sp_waiter_t *stop_waiter; /* a fiber in stop() */
 };
 
+int sp_tcp_default_max_conns(void)
+{
+    /* Kept well below INT_MAX: the HTTP server adds to it. */
+    rlim_t n = INT_MAX / 4;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+        n = rl.rlim_cur;
+    long long conns = (long long)n - (long long)(n / 8) - FD_RESERVE;
+    return conns < MIN_DEFAULT_CONNS ? MIN_DEFAULT_CONNS : (int)conns;
+}
+
 sp_tcp_server_t *sp_tcp_server_create(sp_iomanager_t *io, sp_conn_fn fn,
                                       void *arg,
                                       const sp_tcp_server_opts_t *opts)
@@ -83,6 +98,10 @@ sp_tcp_server_t *sp_tcp_server_create(sp_iomanager_t *io, sp_conn_fn fn,
     srv->arg = arg;
     if (opts)
         srv->opts = *opts;
+    if (srv->opts.max_conns == 0)
+        srv->opts.max_conns = sp_tcp_default_max_conns();
+    else if (srv->opts.max_conns < 0)
+        srv->opts.max_conns = INT_MAX; /* never reached */
     pthread_mutex_init(&srv->lock, NULL);
     pthread_mutex_init(&srv->accept_lock, NULL);
     pthread_condattr_t ca;
@@ -339,8 +358,7 @@ static void acceptor_main(void *p)
         errno = err;
         if (fd >= 0) {
             backoff = 0;
-            uint64_t max = (uint64_t)srv->opts.max_conns;
-            if ((max && atomic_load(&srv->active) >= max) ||
+            if (atomic_load(&srv->active) >= (uint64_t)srv->opts.max_conns ||
                 start_conn(srv, fd, &peer) < 0) {
                 atomic_fetch_add(&srv->refused, 1); /* before the client sees it */
                 close(fd);

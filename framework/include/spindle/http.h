@@ -268,7 +268,11 @@ typedef struct sp_http_server_opts {
     bool stream_bodies;      /* run handlers when the headers are complete:
                                 they read the body with sp_http_body_read,
                                 so it is never held whole in memory */
-    int max_conns;           /* open connections; 0 = unlimited; over: 503 */
+    int max_conns;           /* open connections; 0 = the TCP server's
+                                default (sp_tcp_default_max_conns), < 0 =
+                                none; over: 503. tcp.max_conns 0: an
+                                eighth more plus 16, refused without an
+                                answer */
     const char *server_name; /* Server header; NULL = "spindle", "" = none;
                                 as sp_http_server_check_name() */
     bool access_log;         /* one INFO line per request on the logger

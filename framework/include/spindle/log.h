@@ -16,6 +16,11 @@
  *     blocking would stall every fiber of that worker behind the disk. The
  *     writer later logs "N messages dropped" at WARN on "spindle.log".
  *   - a call from a plain thread waits for room: nothing is lost.
+ * A line the writer cannot write (disk full, file size limit, I/O error)
+ * is lost, never written in part: a write that stops inside a line of a
+ * regular file is taken back (truncated) to the last whole line. Once a
+ * write to that appender works again, it first says "N log lines lost
+ * (reason)" at WARN on "spindle.log". sp_log_stats() counts all of it.
  * sp_log_flush() waits until everything logged before it is written;
  * sp_log_shutdown() flushes and stops the writer and runs at exit on its own.
  * A FATAL message is flushed before the call returns.
@@ -148,6 +153,17 @@ int sp_log_reopen(void);
 void sp_log_shutdown(void);
 /* Messages dropped because the queue was full (or memory ran out). */
 uint64_t sp_log_dropped(void);
+
+/* What logging lost since the process started. */
+typedef struct sp_log_stats {
+    uint64_t dropped;      /* messages never queued: sp_log_dropped() */
+    uint64_t lost;         /* lines a failed write(2) kept out of a file or
+                              console (counted once per appender) */
+    uint64_t write_errors; /* write(2) calls that failed */
+    int last_error;        /* errno of the last failure; 0: none yet */
+} sp_log_stats_t;
+/* From any thread; each field is read on its own (not a snapshot). */
+void sp_log_stats(sp_log_stats_t *out);
 /* Bytes of formatted messages the queue may hold (default 4 MiB, at least
  * 4 KiB). 0 or -EINVAL. */
 int sp_log_set_queue_size(size_t bytes);

@@ -12,7 +12,8 @@
  * address and take a share of the connections: a server that must own its
  * port (refuse a second instance) sets no_reuseport.
  * Over the connection limit a new connection is accepted and closed at once
- * (counted as refused). When the process runs out of fds (EMFILE, ENFILE)
+ * (counted as refused). The limit defaults to what the open-file limit
+ * allows (sp_tcp_default_max_conns). When the process runs out of fds (EMFILE, ENFILE)
  * the acceptor sheds pending connections with a spare fd (accept, close),
  * and when even that is impossible backs off (1 ms doubling to 1 s); it
  * keeps serving its open connections and never spins.
@@ -39,7 +40,7 @@ typedef struct sp_tcp_server sp_tcp_server_t;
 typedef void (*sp_conn_fn)(int fd, const sp_addr_t *peer, void *arg);
 
 typedef struct sp_tcp_server_opts {
-    int max_conns;       /* 0 = unlimited */
+    int max_conns;       /* 0 = sp_tcp_default_max_conns(); < 0 = none */
     int backlog;         /* 0 = SOMAXCONN */
     bool no_reuseport;   /* one shared listening socket per address */
     bool nodelay;        /* TCP_NODELAY on accepted sockets */
@@ -51,6 +52,16 @@ typedef struct sp_tcp_server_stats {
     uint64_t active;   /* handlers running now */
     uint64_t refused;  /* closed at once: over the limit or out of fds */
 } sp_tcp_server_stats_t;
+
+/* The connection limit a server gets when it is created without one:
+ * n - n/8 - 64, at least 16, where n is the soft RLIMIT_NOFILE (the
+ * `ulimit -n`) at the time of the call. The fds left over (an eighth, plus
+ * 64) are for everything else a process holds: listening sockets and each
+ * acceptor's eventfd and spare fd, the IOManager's epoll and wake pipes,
+ * log files, files handlers open. Each server takes its own limit: a
+ * process running several busy servers, or handlers that open more than a
+ * file per connection now and then, should set max_conns itself. */
+int sp_tcp_default_max_conns(void);
 
 /* opts may be NULL. NULL + errno on failure. */
 sp_tcp_server_t *sp_tcp_server_create(sp_iomanager_t *io, sp_conn_fn fn,
