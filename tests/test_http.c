@@ -1244,17 +1244,36 @@ START_TEST(slowloris_gets_408)
 }
 END_TEST
 
-START_TEST(stalled_body_gets_408)
+/* The client's next answer is 200 with "Connection: close", and then the
+ * connection closes. */
+static void expect_200_then_close(client_t *c)
 {
-    client_t *c = client_open(&S.addr);
-    send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
-    uint64_t t0 = sp_now_ns();
+    resp_t r;
+    ck_assert_int_eq(get_response(c, &r, false), 0);
+    ck_assert_int_eq(r.status, 200);
+    char v[32];
+    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
+    resp_free(&r);
+    assert_closed(c);
+    client_close(c);
+}
+
+/* The client's next answer is 408, no sooner than 290 ms after t0. */
+static void expect_408_closed(client_t *c, uint64_t t0)
+{
     resp_t r;
     ck_assert_int_eq(get_response(c, &r, false), 0);
     ck_assert_int_eq(r.status, 408);
     ck_assert_uint_ge(ms_since(t0), 290);
     resp_free(&r);
     client_close(c);
+}
+
+START_TEST(stalled_body_gets_408)
+{
+    client_t *c = client_open(&S.addr);
+    send_str(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    expect_408_closed(c, sp_now_ns());
 }
 END_TEST
 
@@ -1325,12 +1344,7 @@ START_TEST(trickled_body_gets_408_at_its_deadline)
         sent++;
     }
     ck_assert_int_lt(sent, 1000);
-    resp_t r;
-    ck_assert_int_eq(get_response(c, &r, false), 0);
-    ck_assert_int_eq(r.status, 408);
-    ck_assert_uint_ge(ms_since(t0), 290);
-    resp_free(&r);
-    client_close(c);
+    expect_408_closed(c, t0);
 }
 END_TEST
 
@@ -1424,14 +1438,8 @@ END_TEST
 START_TEST(streamed_body_unread_or_failing)
 {
     client_t *c = client_open(&S.addr);
-    resp_t r;
-    roundtrip(c, "POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel", &r);
-    ck_assert_int_eq(r.status, 200);
-    char v[32];
-    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
-    resp_free(&r);
-    assert_closed(c);
-    client_close(c);
+    send_str(c, "POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel");
+    expect_200_then_close(c);
     refused("POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
             "3\r\nabc\r\nZZ\r\n", 400);
 }
@@ -1947,14 +1955,7 @@ START_TEST(stop_during_handler_answers_connection_close)
         usleep(1000);
     }
     ck_assert_int_eq(write(park_pipes[1][1], &x, 1), 1);
-    resp_t r;
-    ck_assert_int_eq(get_response(c, &r, false), 0);
-    ck_assert_int_eq(r.status, 200);
-    char v[32];
-    ck_assert_str_eq(hdr(&r, "connection", v, sizeof v), "close");
-    resp_free(&r);
-    assert_closed(c);
-    client_close(c);
+    expect_200_then_close(c);
     ck_assert_int_eq(pthread_join(stopper, NULL), 0);
     server_free();
 }
