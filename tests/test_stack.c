@@ -1,4 +1,4 @@
-/* The stack pool (framework/src/stack.c, compiled into this test): guard
+/* The stack pool (framework/src/fiber/stack.c, compiled into this test): guard
  * regions fault, and a new slab's stacks arrive with their top page
  * already committed, so creating a fiber takes no page fault. */
 #include <check.h>

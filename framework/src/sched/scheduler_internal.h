@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "fiber_internal.h"
+#include "fiber/fiber_internal.h"
 #include "run_queue.h"
 #include "spindle/scheduler.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "scheduler_internal.h"
+#include "sched/scheduler_internal.h"
 
 enum { EXPIRE_BATCH = 256 };
 

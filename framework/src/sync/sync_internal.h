@@ -29,8 +29,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "iomanager_internal.h"
-#include "spin.h"
+#include "io/iomanager_internal.h"
+#include "base/spin.h"
 
 typedef struct sp__wait sp__wait_t;
 

@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "buffer_inline.h"
+#include "net/buffer_inline.h"
 #include "spindle/buffer.h"
 #include "spindle/http.h"
 #include "spindle/log.h"

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "spin.h"
+#include "base/spin.h"
 
 struct sp_io_watch;
 

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fd_table.h"
-#include "iomanager_internal.h"
+#include "io/fd_table.h"
+#include "io/iomanager_internal.h"
 #include "spindle/tcp_server.h"
 #include "spindle/timer.h"
 

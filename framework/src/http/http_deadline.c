@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "http_internal.h"
-#include "iomanager_internal.h"
+#include "io/iomanager_internal.h"
 #include "spindle/timer.h"
 
 struct sp__http_deadline {

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 
 #include "fd_table.h"
-#include "scheduler_internal.h"
+#include "sched/scheduler_internal.h"
 #include "spindle/iomanager.h"
 #include "timer_internal.h"
 

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 
 #include "hook_bridge.h"
-#include "scheduler_internal.h"
+#include "sched/scheduler_internal.h"
 #include "spindle/hook.h"
 #include "spindle/timer.h"
 

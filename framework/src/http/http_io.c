@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 #include "http_internal.h"
-#include "iomanager_internal.h"
+#include "io/iomanager_internal.h"
 #include "spindle/timer.h"
 
 uint64_t sp__http_deadline(int64_t ms)
