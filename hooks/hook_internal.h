@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hook_bridge.h"
+#include "io/hook_bridge.h"
 #include "real.h"
 
 /* The framework's table, or NULL (preloaded into a program that has not
