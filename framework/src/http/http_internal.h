@@ -98,6 +98,31 @@ static inline bool sp__http_named(const char *name, const char *lower)
     return (name[0] | 0x20) == lower[0] && !strcasecmp(name, lower);
 }
 
+/* Stop the parser with this status: returning non-zero from a callback
+ * makes http_parser_execute fail with HPE_CB_*. */
+static inline int sp__http_fail(sp_http_request_t *r, int status)
+{
+    r->error = status;
+    return -1;
+}
+
+/* ---- checks http-parser leaves out: http_framing.c ----------------------- */
+
+/* The framing bytes [from, to) of the current feed (all but body data):
+ * line ends, folding. 0 or -1 (r->error: 400). */
+int sp__http_check_framing(sp_http_request_t *r, const char *from, const char *to);
+/* A response's header block, by the lenient rule, before its chunked
+ * framing is checked by the strict one. 0 or -1. */
+int sp__http_check_response_head(sp_http_request_t *r);
+/* The bytes a feed must start with: the rest of a chunk's closing CRLF.
+ * 0 or -1. */
+int sp__http_check_crlf_due(sp_http_request_t *r, const char *p, const char *end);
+/* The header lines of a request: trimmed, Expect noted, and the length
+ * defences. 0 or the status (400). */
+int sp__http_check_headers(sp_http_request_t *r);
+/* A value loses its trailing blanks (http-parser drops the leading ones). */
+void sp__http_trim_value(char *v);
+
 /* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
 bool sp__http_is_token(const char *s);
 /* strlen(s) if s is a token, else 0. */

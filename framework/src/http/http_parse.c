@@ -24,17 +24,9 @@ static sp_http_request_t *req_of(http_parser *p)
     return p->data;
 }
 
-/* Stop the parser with this status: returning non-zero from a callback
- * makes http_parser_execute fail with HPE_CB_*. */
-static int fail(sp_http_request_t *r, int status)
-{
-    r->error = status;
-    return -1;
-}
-
 static int text_add(sp_http_request_t *r, const char *p, size_t n)
 {
-    return sp__buf_append(&r->text, p, n) < 0 ? fail(r, 500) : 0;
+    return sp__buf_append(&r->text, p, n) < 0 ? sp__http_fail(r, 500) : 0;
 }
 
 /* End the token being collected with a NUL. */
@@ -54,7 +46,7 @@ static int on_message_begin(http_parser *p)
 static int count_target_bytes(sp_http_request_t *r, size_t n)
 {
     r->target_len += n;
-    return r->target_len > r->opts->max_request_line ? fail(r, 414) : 0;
+    return r->target_len > r->opts->max_request_line ? sp__http_fail(r, 414) : 0;
 }
 
 /* Header bytes count against max_header_size, trailers of a chunked body
@@ -62,13 +54,13 @@ static int count_target_bytes(sp_http_request_t *r, size_t n)
 static int count_header_bytes(sp_http_request_t *r, size_t n)
 {
     r->header_bytes += n;
-    return r->header_bytes > r->opts->max_header_size ? fail(r, 431) : 0;
+    return r->header_bytes > r->opts->max_header_size ? sp__http_fail(r, 431) : 0;
 }
 
 static int count_header(sp_http_request_t *r)
 {
     if (r->nheaders >= (size_t)r->opts->max_headers)
-        return fail(r, 431);
+        return sp__http_fail(r, 431);
     r->nheaders++;
     r->header_bytes += 4; /* ": " and CRLF, as on the wire */
     return 0;
@@ -91,7 +83,7 @@ static int new_header(sp_http_request_t *r)
     if (text_end(r) < 0)
         return -1;
     r->target_done = true;
-    return sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0 ? fail(r, 500) : 0;
+    return sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0 ? sp__http_fail(r, 500) : 0;
 }
 
 static int on_header_field(http_parser *p, const char *at, size_t n)
@@ -128,86 +120,12 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     return text_add(r, at, n);
 }
 
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* Line ends in a request, and in a chunked body's framing: CRLF exactly,
- * and no line that starts with a blank. A bare LF or CR is where two
- * parties may end a line differently ("X-A: 1\nTransfer-Encoding: chunked"
- * hides the coding from one that does not end the line there; "5;a\nhello"
- * frames chunk data differently), and a blank at a line's start is
- * obsolete folding, also after an empty first line ("Content-Length:\r\n
- * 40"), which RFC 9112 5.2 lets a server refuse, as nginx does. RFC 9112
- * 2.2 allows a bare LF; refusing it keeps the verdict the same however
- * reads split the bytes (a rule that depends on what the headers said
- * would not). memchr keeps this cheap: CRs and LFs are few. */
-static int check_lines_strict(sp_http_request_t *r, const char *from, const char *to)
-{
-    if (from == to)
-        return 0;
-    /* The previous range ended with a CR, or with a line end. */
-    if (r->cr_open != (*from == '\n') || (r->lf_open && is_blank(*from)))
-        return fail(r, 400);
-    for (const char *q = from; (q = memchr(q, '\r', (size_t)(to - q))); q++)
-        if (q + 1 < to && q[1] != '\n')
-            return fail(r, 400);
-    for (const char *q = from; (q = memchr(q, '\n', (size_t)(to - q))); q++) {
-        if ((q > from && q[-1] != '\r') || (q + 1 < to && is_blank(q[1])))
-            return fail(r, 400);
-    }
-    r->cr_open = to[-1] == '\r';
-    r->lf_open = to[-1] == '\n';
-    return 0;
-}
-
-/* Check the framing bytes [from, to) (all but body data). http-parser,
- * built without strict checks (Debian's), takes any byte after a CR as its
- * LF, so "Host: x\r\n\rZ" or "5\rZ" would frame a message differently from
- * a server that checks (request smuggling). A response's header lines only
- * need a CR to be followed by LF: old servers end lines with a bare LF. */
-static int check_framing(sp_http_request_t *r, const char *from, const char *to)
-{
-    if (r->parser.type == HTTP_REQUEST || (r->headers_done && (r->parser.flags & F_CHUNKED)))
-        return check_lines_strict(r, from, to);
-    while (from < to) {
-        if (r->cr_open) {
-            if (*from++ != '\n')
-                return fail(r, 400);
-            r->cr_open = false;
-            continue;
-        }
-        const char *cr = memchr(from, '\r', (size_t)(to - from));
-        if (!cr)
-            break;
-        r->cr_open = true;
-        from = cr + 1;
-    }
-    return 0;
-}
-
-/* A response's header lines (up to the end of its blank line) are checked
- * by the lenient rule before its chunked framing is checked by the strict
- * one, wherever reads split them: the lines up to the last header piece
- * seen in this feed, then the run of line-end bytes that follows. */
-static int check_response_head(sp_http_request_t *r)
-{
-    const char *end = r->head_end ? r->head_end : r->scan;
-    while (end < r->feed_end && (*end == '\r' || *end == '\n'))
-        end++;
-    if (check_framing(r, r->scan, end) < 0)
-        return -1;
-    r->scan = end;
-    return 0;
-}
-
 /* A chunk that would take the body over the limit is refused at its size
  * line, not after reading up to the limit. */
 static int on_chunk_header(http_parser *p)
 {
     sp_http_request_t *r = req_of(p);
-    return p->content_length > r->opts->max_body - r->body_total ? fail(r, 413) : 0;
+    return p->content_length > r->opts->max_body - r->body_total ? sp__http_fail(r, 413) : 0;
 }
 
 static sp_http_method_t method_of(unsigned m)
@@ -226,75 +144,6 @@ static sp_http_method_t method_of(unsigned m)
     }
 }
 
-/* A value loses its trailing blanks (http-parser drops the leading ones). */
-static void trim_value(char *v)
-{
-    size_t n = strlen(v);
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        v[--n] = '\0';
-}
-
-static bool all_digits(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
-/* RFC 9112 3.2: a Host value is uri-host [":" port]: RFC 3986 reg-name
- * characters (unreserved, sub-delims, '%'), or an IP literal in brackets.
- * Empty is allowed (a target without authority). */
-static bool valid_host(const char *v)
-{
-    for (; *v; v++) {
-        unsigned char c = (unsigned char)*v;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || (c && strchr("-._~!$&'()*+,;=%:[]", c));
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-/* One pass over the header lines: trim the values, note Expect, and the
- * request smuggling defences (http-parser 2.9.4 lets some of these
- * through). A message whose length two parties could read differently is
- * refused: several Content-Length lines (even equal ones), Content-Length
- * with Transfer-Encoding, several Transfer-Encoding lines or any coding but
- * a lone "chunked". HTTP/1.1 needs one Host. */
-static int check_headers(sp_http_request_t *r)
-{
-    int cl = 0, te = 0, host = 0;
-    char *base = sp__buf_data(&r->text);
-    for (size_t i = 0; i < r->nheaders; i++) {
-        const char *name = base + sp__http_kv(r)[i].name;
-        char *value = base + sp__http_kv(r)[i].value;
-        trim_value(value);
-        size_t n = sp__http_token_len(name);
-        if (!n)
-            return 400; /* "Content Length" must not pass as some header */
-        if (n == 14 && sp__http_named(name, "content-length")) {
-            if (++cl > 1 || !all_digits(value))
-                return 400;
-        } else if (n == 17 && sp__http_named(name, "transfer-encoding")) {
-            if (++te > 1 || strcasecmp(value, "chunked"))
-                return 400;
-        } else if (n == 4 && sp__http_named(name, "host")) {
-            if (++host > 1 || !valid_host(value))
-                return 400;
-        } else if (n == 6 && sp__http_named(name, "expect")) {
-            r->expect_continue = r->version == 11 && !strcasecmp(value, "100-continue");
-        }
-    }
-    /* HTTP/1.0 has no chunked coding: its framing is faulty (RFC 9112 6.1). */
-    if ((cl && te) || (te && r->version == 10) || (r->version == 11 && host == 0))
-        return 400;
-    return 0;
-}
-
 /* The client's side: a response's headers. Returning 1 tells http-parser
  * there is no body: the answer to a HEAD, and 1xx, 204 and 304 answers,
  * which end at their blank line whatever length they announce (RFC 9112
@@ -303,10 +152,10 @@ static int response_headers_complete(sp_http_request_t *r, http_parser *p)
 {
     r->status = (int)p->status_code;
     if (p->http_major != 1)
-        return fail(r, 505); /* not an HTTP/1 answer */
+        return sp__http_fail(r, 505); /* not an HTTP/1 answer */
     bool bodiless = r->skip_body || r->status < 200 || r->status == 204 || r->status == 304;
     if (!bodiless && (p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
-        return fail(r, 413);
+        return sp__http_fail(r, 413);
     r->keep_alive = http_should_keep_alive(p);
     r->headers_done = true;
     return bodiless ? 1 : 0;
@@ -320,35 +169,26 @@ static int on_headers_complete(http_parser *p)
     r->target_done = true;
     r->version = p->http_major == 1 && p->http_minor == 0 ? 10 : 11;
     if (p->type == HTTP_RESPONSE) {
-        if (check_response_head(r) < 0)
+        if (sp__http_check_response_head(r) < 0)
             return -1;
         for (size_t i = 0; i < r->nheaders; i++)
-            trim_value(sp__buf_data(&r->text) + sp__http_kv(r)[i].value);
+            sp__http_trim_value(sp__buf_data(&r->text) + sp__http_kv(r)[i].value);
         return response_headers_complete(r, p);
     }
     r->method = method_of(p->method);
     if (p->http_major != 1)
-        return fail(r, 505); /* HTTP/0.9 or 2.0 in HTTP/1 syntax */
-    int status = check_headers(r);
+        return sp__http_fail(r, 505); /* HTTP/0.9 or 2.0 in HTTP/1 syntax */
+    int status = sp__http_check_headers(r);
     if (!status)
         status = sp__http_req_decode_target(r);
     if (status)
-        return fail(r, status);
+        return sp__http_fail(r, status);
     /* Refuse a body that is too long before reading it (and before any
      * "100 Continue"); a chunked one is counted as it comes. */
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
-        return fail(r, 413);
+        return sp__http_fail(r, 413);
     r->keep_alive = http_should_keep_alive(p);
     r->headers_done = true;
-    return 0;
-}
-
-/* Bytes the feed must start with: the rest of a chunk's closing CRLF. */
-static int check_crlf_due(sp_http_request_t *r, const char *p, const char *end)
-{
-    for (; r->crlf_due && p < end; p++, r->crlf_due--)
-        if (*p != "\r\n"[2 - r->crlf_due])
-            return fail(r, 400);
     return 0;
 }
 
@@ -361,7 +201,7 @@ static int charge_body(sp_http_request_t *r, size_t n)
         return 0;
     if (atomic_fetch_add(r->body_pool, n) + n > r->opts->max_buffered_bodies) {
         atomic_fetch_sub(r->body_pool, n);
-        return fail(r, 503);
+        return sp__http_fail(r, 503);
     }
     r->body_charged += n;
     return 0;
@@ -377,22 +217,22 @@ void sp__http_body_release(sp_http_request_t *r)
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     sp_http_request_t *r = req_of(p);
-    if (check_framing(r, r->scan, at) < 0)
+    if (sp__http_check_framing(r, r->scan, at) < 0)
         return -1;
     r->scan = at + n;
     /* A chunk's data ends with exactly CRLF (non-strict http-parser takes
      * any two bytes: "helloAB0" would hide a request behind the chunk). */
     if ((p->flags & F_CHUNKED) && p->content_length == 0) {
         r->crlf_due = 2;
-        if (check_crlf_due(r, at + n, r->feed_end) < 0)
+        if (sp__http_check_crlf_due(r, at + n, r->feed_end) < 0)
             return -1;
     }
     r->body_total += n;
     if (r->body_total > r->opts->max_body)
-        return fail(r, 413);
+        return sp__http_fail(r, 413);
     if (charge_body(r, n) < 0)
         return -1;
-    return sp__buf_append(&r->body, at, n) < 0 ? fail(r, 500) : 0;
+    return sp__buf_append(&r->body, at, n) < 0 ? sp__http_fail(r, 500) : 0;
 }
 
 static int on_message_complete(http_parser *p)
@@ -572,7 +412,7 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     r->scan = p;
     r->feed_end = p ? p + n : p; /* NULL, 0: the end of the stream */
     r->head_end = NULL;
-    if (check_crlf_due(r, p, p + n) < 0) {
+    if (sp__http_check_crlf_due(r, p, p + n) < 0) {
         *state = SP__HTTP_FAILED;
         return 0;
     }
@@ -585,8 +425,8 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     }
     /* The framing bytes after the last body data, up to where the parser
      * stopped: an error among them comes before whatever stopped it, as it
-     * would if a read had ended just after it (fail() sets r->error). */
-    if (p && check_framing(r, r->scan, stop_point(r, e, p + used)) < 0) {
+     * would if a read had ended just after it (sp__http_fail() sets r->error). */
+    if (p && sp__http_check_framing(r, r->scan, stop_point(r, e, p + used)) < 0) {
         *state = SP__HTTP_FAILED;
         return used;
     }
