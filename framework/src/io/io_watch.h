@@ -1,0 +1,130 @@
+/* Internal to io/: a watch (one fd, one direction, one owner worker) and
+ * what is taken off it. io_event.c arms watches and delivers readiness and
+ * waits (the per-message path); io_watch.c retires and frees them, runs the
+ * owners' inboxes and ends events (cancel, delete, close). The protocol is
+ * described at the top of io_event.c. */
+#ifndef SP_IO_WATCH_H
+#define SP_IO_WATCH_H
+
+#include <stdlib.h>
+
+#include "fd_table.h"
+#include "iomanager_internal.h"
+
+/* A fiber's wait on fds. `unarmed` counts the watches that took the waiter
+ * off themselves (under their fd's lock): when all did, the waiting fiber
+ * has nothing to withdraw. */
+typedef struct io_waiter {
+    sp_waiter_t base;
+    _Atomic int unarmed;
+} io_waiter_t;
+
+/* Fields in the order a wait and its wake-up touch them: two cache lines
+ * (the watch is allocated on a line boundary). The first is all on_ready
+ * reads: libev's part (which it has just read), the fd's context and the
+ * prefetch hints; it asks for the second, which ready_one reads under the
+ * fd's lock. */
+typedef struct sp_io_watch {
+    ev_io io; /* first: libev hands this pointer to on_ready; io.data is
+                 the fd's context (set once), read with ctx_of() */
+    /* The armed fiber and its parked frames, for on_ready to prefetch;
+     * read racily (stale costs a prefetch). */
+    _Atomic uintptr_t hint_fiber, hint_frames;
+    /* Guarded by the fd's lock, except as noted. */
+    io_waiter_t *waiter;  /* armed by a fiber, or */
+    struct io_call *call; /* armed with a callback, or neither: idle */
+    sp_iomanager_t *iom; /* (set once) */
+    int dir, owner;      /* (set once) */
+    uint32_t seq;  /* numbers each arming */
+    bool queued;   /* in the owner's inbox */
+    bool retired;  /* no longer its fd's watch: the owner frees it */
+    bool closing;  /* retired because its fd is being closed */
+    bool started;  /* owner thread only */
+    struct close_ack *ack; /* a closer waiting for the owner to drop it */
+    struct sp_io_watch *next; /* inbox link */
+    struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
+} sp_io_watch_t;
+
+static inline sp_fd_ctx_t *ctx_of(const sp_io_watch_t *w)
+{
+    return w->io.data;
+}
+
+/* A callback event, allocated when it is armed (sp_io_add), so that
+ * delivering it needs no memory; the task that runs it frees it. */
+typedef struct io_call {
+    sp_io_fn fn;
+    void *arg;
+    int result;
+} io_call_t;
+
+/* What was taken off a watch, to deliver once the lock is released. */
+typedef struct taken {
+    sp_iomanager_t *io;
+    sp_waiter_t *waiter;
+    io_call_t *call;
+    int result;
+    bool drop; /* deleted: no wake-up, no callback */
+} taken_t;
+
+static inline struct ev_loop *loop_of(const sp_io_watch_t *w)
+{
+    return w->iom->w[w->owner]->loop;
+}
+
+/* The task that runs a callback event (io_watch.c). */
+void sp__io_run_callback(void *p);
+
+/* Lock held. Take the waiter or callback off w; false if w is idle. */
+static inline bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
+{
+    if (!w->waiter && !w->call)
+        return false;
+    sp_waiter_t *waiter = w->waiter ? &w->waiter->base : NULL;
+    *out = (taken_t){w->iom, waiter, w->call, result, drop};
+    if (waiter) {
+        sp__waiter_promise(waiter, result);
+        if (waiter->sole) /* its only watch: no locked add */
+            atomic_store_explicit(&w->waiter->unarmed, 1, memory_order_relaxed);
+        else
+            atomic_fetch_add_explicit(&w->waiter->unarmed, 1, memory_order_relaxed);
+        if (drop) /* ends the wait, without a wake-up */
+            sp__waiter_deliver(waiter, false);
+    }
+    w->waiter = NULL;
+    w->call = NULL;
+    return true;
+}
+
+static inline void deliver(const taken_t *t)
+{
+    if (t->waiter) {
+        if (!t->drop)
+            sp__waiter_deliver(t->waiter, true);
+        return;
+    }
+    if (t->drop) {
+        free(t->call);
+    } else {
+        t->call->result = t->result;
+        /* Holding the event's reference, the scheduler cannot stop. */
+        if (sp_schedule(&t->io->s, sp__io_run_callback, t->call, SP_ANY_WORKER) != 0)
+            abort(); /* out of memory for the task */
+    }
+    sp__sched_release(&t->io->s); /* the callback event's hold */
+}
+
+
+struct close_ack;
+/* Lock held: w leaves its fd. Returns w if the caller, being the owner,
+ * must free it (sp__watch_destroy) after unlocking; otherwise the owner's
+ * inbox has it and *kick_owner says to wake the owner. */
+sp_io_watch_t *sp__watch_retire(sp_io_watch_t *w, bool *kick_owner);
+/* ctx lock held: leave w for its owner; false if the owner has ended. */
+bool sp__watch_inbox_push(sp_io_watch_t *w);
+/* A new watch joins its owner's list (io->w[owner]->watches). */
+void sp__watch_track(sp_io_watch_t *w);
+/* Owner thread: stop and free w (see io_watch.c). */
+void sp__watch_destroy(sp_io_watch_t *w, struct close_ack *ack, bool closing);
+
+#endif
