@@ -34,7 +34,7 @@
 #include "spindle/timer.h"
 
 struct sp__http_conn {
-    sp__http_conn_t *prev, *next; /* the server's list, for stop() */
+    sp__link_t link; /* in the server's list, for stop() */
     sp_http_server_t *srv;
     int fd;
     _Atomic bool idle; /* waiting for a next request with nothing read */
@@ -67,10 +67,7 @@ static void link_conn(sp__http_conn_t *c)
 {
     sp_http_server_t *srv = c->srv;
     pthread_mutex_lock(&srv->lock);
-    c->next = srv->list;
-    if (srv->list)
-        srv->list->prev = c;
-    srv->list = c;
+    sp__list_push_front(&srv->list, &c->link);
     pthread_mutex_unlock(&srv->lock);
 }
 
@@ -78,12 +75,7 @@ static void unlink_conn(sp__http_conn_t *c)
 {
     sp_http_server_t *srv = c->srv;
     pthread_mutex_lock(&srv->lock);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->list = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    sp__list_remove(&srv->list, &c->link);
     pthread_mutex_unlock(&srv->lock);
 }
 
@@ -94,9 +86,11 @@ static void unlink_conn(sp__http_conn_t *c)
 void sp__http_close_idle(sp_http_server_t *srv)
 {
     pthread_mutex_lock(&srv->lock);
-    for (sp__http_conn_t *c = srv->list; c; c = c->next)
+    for (sp__link_t *l = srv->list.head; l; l = l->next) {
+        sp__http_conn_t *c = sp__list_entry(l, sp__http_conn_t, link);
         if (atomic_load(&c->idle))
             shutdown(c->fd, SHUT_RDWR);
+    }
     pthread_mutex_unlock(&srv->lock);
 }
 

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "base/list.h"
 #include "net/buffer_inline.h"
 #include "spindle/buffer.h"
 #include "spindle/http.h"
@@ -262,7 +263,7 @@ struct sp_http_server {
     _Atomic int conns;
     _Atomic size_t body_bytes; /* request bodies held, all connections */
     pthread_mutex_t lock; /* the list of connections */
-    sp__http_conn_t *list;
+    sp__list_t list; /* of sp__http_conn_t */
     _Atomic uint64_t n_conns, n_requests, n_bad, n_handler_errors, n_busy;
 };
 

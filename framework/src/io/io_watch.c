@@ -93,10 +93,7 @@ void sp__watch_track(sp_io_watch_t *w)
 {
     iom_worker_t *x = w->iom->w[w->owner];
     pthread_mutex_lock(&x->watches_lock);
-    w->all_next = x->watches;
-    if (x->watches)
-        x->watches->all_prev = w;
-    x->watches = w;
+    sp__list_push_front(&x->watches, &w->all);
     pthread_mutex_unlock(&x->watches_lock);
 }
 
@@ -104,12 +101,7 @@ static void untrack(sp_io_watch_t *w)
 {
     iom_worker_t *x = w->iom->w[w->owner];
     pthread_mutex_lock(&x->watches_lock);
-    if (w->all_prev)
-        w->all_prev->all_next = w->all_next;
-    else
-        x->watches = w->all_next;
-    if (w->all_next)
-        w->all_next->all_prev = w->all_prev;
+    sp__list_remove(&x->watches, &w->all);
     pthread_mutex_unlock(&x->watches_lock);
 }
 
@@ -135,17 +127,16 @@ void sp__watch_destroy(sp_io_watch_t *w, close_ack_t *ack, bool closing)
 void sp__io_forget_all(sp_iomanager_t *io)
 {
     for (int i = 0; i < io->nw; i++) {
-        sp_io_watch_t *w = io->w[i]->watches;
-        while (w) {
-            sp_io_watch_t *next = w->all_next;
+        sp__list_t *all = &io->w[i]->watches;
+        while (all->head) {
+            sp_io_watch_t *w = sp__list_entry(all->head, sp_io_watch_t, all);
+            sp__list_remove(all, &w->all);
             sp__spin_lock(&ctx_of(w)->lock);
             if (ctx_of(w)->watch[w->dir] == w)
                 ctx_of(w)->watch[w->dir] = NULL;
             sp__spin_unlock(&ctx_of(w)->lock);
             free(w);
-            w = next;
         }
-        io->w[i]->watches = NULL;
     }
 }
 
@@ -170,7 +161,8 @@ bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
 {
     sp_io_watch_t *drop = NULL;
     bool armed = false;
-    for (sp_io_watch_t *w = io->w[worker]->watches; w; w = w->all_next) {
+    for (sp__link_t *l = io->w[worker]->watches.head; l; l = l->next) {
+        sp_io_watch_t *w = sp__list_entry(l, sp_io_watch_t, all);
         bool kick = false; /* stays false: retired by its owner */
         sp__spin_lock(&ctx_of(w)->lock);
         if (w->waiter || w->call || (w->queued && !w->retired)) {

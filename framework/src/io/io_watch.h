@@ -42,7 +42,7 @@ typedef struct sp_io_watch {
     bool started;  /* owner thread only */
     struct close_ack *ack; /* a closer waiting for the owner to drop it */
     struct sp_io_watch *next; /* inbox link */
-    struct sp_io_watch *all_prev, *all_next; /* io->watches, under its lock */
+    sp__link_t all; /* in the owner's `watches`, under its lock */
 } sp_io_watch_t;
 
 static inline sp_fd_ctx_t *ctx_of(const sp_io_watch_t *w)

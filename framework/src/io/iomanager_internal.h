@@ -6,6 +6,7 @@
 #include <ev.h>
 #include <stdatomic.h>
 
+#include "base/list.h"
 #include "fd_table.h"
 #include "sched/scheduler_internal.h"
 #include "spindle/iomanager.h"
@@ -34,7 +35,7 @@ typedef struct iom_worker {
     /* The watches it owns, to drop the idle ones when an extra retires and
      * to free them all at the end. */
     pthread_mutex_t watches_lock;
-    struct sp_io_watch *watches;
+    sp__list_t watches; /* of sp_io_watch_t, by their `all` link */
     /* Fibers ready_one woke during one ev_run, in libev's invocation order,
      * which is the reverse of the kernel's (libev runs its pending
      * callbacks last in, first out); sp__io_run_due runs them back to

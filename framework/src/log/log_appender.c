@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/list.h"
 #include "log_internal.h"
 
 enum { FLUSH_AT = 64 * 1024 };
@@ -31,11 +32,16 @@ struct sp_log_appender {
     sp_lbuf_t buf; /* writer state */
     uint64_t lost; /* writer state: lines lost here and not yet said here */
     int err;       /* writer state: why the last of them was lost */
-    sp_log_appender_t *prev, *next;
+    sp__link_t link; /* in `all` */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static sp_log_appender_t *all;
+static sp__list_t all; /* every appender, under `lock` */
+
+static sp_log_appender_t *appender_of(sp__link_t *l)
+{
+    return sp__list_entry(l, sp_log_appender_t, link);
+}
 static sp_log_pattern_t *default_pattern; /* writer state */
 static sp_lbuf_t scratch;                 /* writer state: callback lines */
 
@@ -66,10 +72,7 @@ static sp_log_appender_t *create(kind_t kind, int fd, const char *pattern)
         return NULL;
     }
     pthread_mutex_lock(&lock);
-    a->next = all;
-    if (all)
-        all->prev = a;
-    all = a;
+    sp__list_push_front(&all, &a->link);
     pthread_mutex_unlock(&lock);
     return a;
 }
@@ -135,12 +138,7 @@ void sp_log_appender_release(sp_log_appender_t *a)
     if (!a || atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1)
         return;
     pthread_mutex_lock(&lock);
-    if (a->prev)
-        a->prev->next = a->next;
-    else
-        all = a->next;
-    if (a->next)
-        a->next->prev = a->prev;
+    sp__list_remove(&all, &a->link);
     pthread_mutex_unlock(&lock);
     /* Its buffer is empty: the writer flushes before any control record,
      * and only control records drop the references it writes through. */
@@ -305,9 +303,9 @@ void sp__appender_emit(sp_log_appender_t *a, const sp_log_record_t *r)
 void sp__appenders_flush(void)
 {
     pthread_mutex_lock(&lock);
-    for (sp_log_appender_t *a = all; a; a = a->next)
-        if (a->kind != APP_CALLBACK)
-            flush_one(a);
+    for (sp__link_t *l = all.head; l; l = l->next)
+        if (appender_of(l)->kind != APP_CALLBACK)
+            flush_one(appender_of(l));
     pthread_mutex_unlock(&lock);
 }
 
@@ -315,7 +313,8 @@ int sp__appenders_reopen(void)
 {
     int rc = 0;
     pthread_mutex_lock(&lock);
-    for (sp_log_appender_t *a = all; a; a = a->next) {
+    for (sp__link_t *l = all.head; l; l = l->next) {
+        sp_log_appender_t *a = appender_of(l);
         if (a->kind != APP_FILE)
             continue;
         flush_one(a); /* what was logged before goes to the old file */

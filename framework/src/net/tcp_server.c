@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/list.h"
 #include "io/fd_table.h"
 #include "io/iomanager_internal.h"
 #include "spindle/tcp_server.h"
@@ -29,7 +30,7 @@
 enum { FD_RESERVE = 64, MIN_DEFAULT_CONNS = 16 };
 
 typedef struct conn {
-    struct conn *prev, *next;
+    sp__link_t link; /* in the server's `conns` */
     sp_tcp_server_t *srv;
     int fd;
     sp_addr_t peer;
@@ -64,7 +65,7 @@ struct sp_tcp_server {
      * then never taken by another acceptor's accept. */
     pthread_mutex_t accept_lock;
     pthread_cond_t drained;
-    conn_t *conns;
+    sp__list_t conns;
     int live;
     sp_waiter_t *stop_waiter; /* a fiber in stop() */
 };
@@ -235,12 +236,7 @@ static int wait_drained(sp_tcp_server_t *srv, int64_t timeout_us)
 static void unlink_conn(sp_tcp_server_t *srv, conn_t *c)
 {
     pthread_mutex_lock(&srv->lock);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    sp__list_remove(&srv->conns, &c->link);
     pthread_mutex_unlock(&srv->lock);
 }
 
@@ -283,10 +279,7 @@ static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
     mark_blocking_view(fd);
     pthread_mutex_lock(&srv->lock);
     srv->live++;
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
+    sp__list_push_front(&srv->conns, &c->link);
     pthread_mutex_unlock(&srv->lock);
     atomic_fetch_add(&srv->active, 1);
     atomic_fetch_add(&srv->accepted, 1);
@@ -486,8 +479,8 @@ int sp_tcp_server_stop(sp_tcp_server_t *srv, int64_t drain_us)
     }
     if (wait_drained(srv, drain_us) == -ETIMEDOUT) {
         pthread_mutex_lock(&srv->lock);
-        for (conn_t *c = srv->conns; c; c = c->next)
-            shutdown(c->fd, SHUT_RDWR); /* their reads now see EOF */
+        for (sp__link_t *l = srv->conns.head; l; l = l->next)
+            shutdown(sp__list_entry(l, conn_t, link)->fd, SHUT_RDWR); /* reads see EOF */
         pthread_mutex_unlock(&srv->lock);
         wait_drained(srv, -1);
     }

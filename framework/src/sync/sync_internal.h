@@ -30,12 +30,13 @@
 #include <stdint.h>
 
 #include "io/iomanager_internal.h"
+#include "base/list.h"
 #include "base/spin.h"
 
 typedef struct sp__wait sp__wait_t;
 
 typedef struct sp__wnode {
-    struct sp__wnode *prev, *next;
+    sp__link_t link;
     sp__wait_t *wait;
     bool queued;
     int kind;     /* the primitive's: reader/writer, send/recv */
@@ -45,8 +46,14 @@ typedef struct sp__wnode {
 } sp__wnode_t;
 
 typedef struct sp__wq {
-    sp__wnode_t *head, *tail;
+    sp__list_t list; /* of sp__wnode_t */
 } sp__wq_t;
+
+/* The first node of q, or NULL. */
+static inline sp__wnode_t *sp__wq_first(const sp__wq_t *q)
+{
+    return q->list.head ? sp__list_entry(q->list.head, sp__wnode_t, link) : NULL;
+}
 
 enum { SP__WAIT_FIBER = 1, SP__WAIT_THREAD = 2 };
 #define SP__NO_DEADLINE UINT64_MAX

@@ -56,7 +56,7 @@ void sp__mutex_set_fair(sp_mutex_t *m, bool fair)
 /* lk held: WAITERS says whether unlock has anyone to think about. */
 static void fix_waiters(sp_mutex_t *m)
 {
-    if (m->q.head || m->woken)
+    if (!sp__list_empty(&m->q.list) || m->woken)
         atomic_fetch_or(&m->state, WAITERS);
     else
         atomic_fetch_and(&m->state, ~WAITERS);

@@ -32,46 +32,26 @@ void sp__sync_free(void *obj)
 
 void sp__wq_push(sp__wq_t *q, sp__wnode_t *n)
 {
-    n->next = NULL;
-    n->prev = q->tail;
-    if (q->tail)
-        q->tail->next = n;
-    else
-        q->head = n;
-    q->tail = n;
+    sp__list_push_back(&q->list, &n->link);
     n->queued = true;
 }
 
 void sp__wq_push_front(sp__wq_t *q, sp__wnode_t *n)
 {
-    n->prev = NULL;
-    n->next = q->head;
-    if (q->head)
-        q->head->prev = n;
-    else
-        q->tail = n;
-    q->head = n;
+    sp__list_push_front(&q->list, &n->link);
     n->queued = true;
 }
 
 void sp__wq_remove(sp__wq_t *q, sp__wnode_t *n)
 {
-    if (n->prev)
-        n->prev->next = n->next;
-    else
-        q->head = n->next;
-    if (n->next)
-        n->next->prev = n->prev;
-    else
-        q->tail = n->prev;
-    n->prev = n->next = NULL;
+    sp__list_remove(&q->list, &n->link);
     n->queued = false;
 }
 
 sp__wnode_t *sp__wq_live_head(sp__wq_t *q)
 {
     sp__wnode_t *n;
-    while ((n = q->head) && atomic_load(&n->wait->claimed))
+    while ((n = sp__wq_first(q)) && atomic_load(&n->wait->claimed))
         sp__wq_remove(q, n); /* its wait ended elsewhere: stale */
     return n;
 }
@@ -97,7 +77,7 @@ bool sp__wq_claim(sp__wq_t *q, sp__wnode_t *n, int result)
 sp__wnode_t *sp__wq_claim_first(sp__wq_t *q, int result)
 {
     sp__wnode_t *n;
-    while ((n = q->head))
+    while ((n = sp__wq_first(q)))
         if (sp__wq_claim(q, n, result))
             return n;
     return NULL;
