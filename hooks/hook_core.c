@@ -56,16 +56,9 @@ void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb
     sp__spin_unlock(&c->lock);
 }
 
-uint64_t sp__hook_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t sp__hook_deadline(int64_t timeout_us)
 {
-    return timeout_us < 0 ? 0 : sp__hook_now_ns() + (uint64_t)timeout_us * 1000;
+    return timeout_us < 0 ? 0 : sp__now_ns() + (uint64_t)timeout_us * 1000;
 }
 
 int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/clock.h"
 #include "io/hook_bridge.h"
 #include "real.h"
 
@@ -53,10 +54,6 @@ static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp,
  * user_nb is what the user asked for. */
 void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb);
 
-/* Monotonic clock (the framework's own is not reachable from a preloaded
- * library). */
-uint64_t sp__hook_now_ns(void);
-
 /* sp__hook_wait's answer to a wait that did not end ready (rc < 0). */
 int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc);
 
@@ -71,7 +68,7 @@ static inline int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx,
 {
     int64_t timeout_us = -1;
     if (deadline_ns) {
-        uint64_t now = sp__hook_now_ns();
+        uint64_t now = sp__now_ns();
         if (now >= deadline_ns) {
             errno = EAGAIN;
             return -1;

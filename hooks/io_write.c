@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/iov.h"
 #include "io_call.h"
 #include "spindle/iomanager.h"
 
@@ -47,13 +48,7 @@ static int advance(io_call_t *c, size_t done, write_rest_t **restp)
     struct iovec *iov = c->op == OP_WRITEV ? rest->iov + (c->iov - rest->iov)
                                            : rest->msg.msg_iov;
     int n = c->op == OP_WRITEV ? c->iovcnt : (int)rest->msg.msg_iovlen;
-    int i = 0;
-    while (i < n && done >= iov[i].iov_len)
-        done -= iov[i++].iov_len;
-    if (i < n) {
-        iov[i].iov_base = (char *)iov[i].iov_base + done;
-        iov[i].iov_len -= done;
-    }
+    int i = sp__iov_advance(iov, n, done);
     if (c->op == OP_WRITEV) {
         c->iov = iov + i;
         c->iovcnt = n - i;

@@ -54,7 +54,7 @@ static int remaining_ms(uint64_t deadline)
 {
     if (!deadline)
         return -1;
-    uint64_t now = sp__hook_now_ns();
+    uint64_t now = sp__now_ns();
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
@@ -77,7 +77,7 @@ static int wait_fds(const sp_hook_bridge_t *b, const struct pollfd *fds,
     /* More fds than one wait can watch: look again every millisecond. */
     int64_t timeout_us = n > SP_IO_WAIT_MAX ? 1000 : -1;
     if (deadline) {
-        uint64_t now = sp__hook_now_ns();
+        uint64_t now = sp__now_ns();
         int64_t left = now >= deadline ? 0 : (int64_t)((deadline - now + 999) / 1000);
         if (timeout_us < 0 || left < timeout_us)
             timeout_us = left;
@@ -149,7 +149,7 @@ int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
         int left = remaining_ms(deadline);
         if (ready != 0 || left == 0) {
             if (tv) { /* Linux reports the time not slept */
-                uint64_t now = sp__hook_now_ns();
+                uint64_t now = sp__now_ns();
                 uint64_t rest = deadline > now ? deadline - now : 0;
                 tv->tv_sec = (time_t)(rest / 1000000000u);
                 tv->tv_usec = (suseconds_t)(rest % 1000000000u / 1000);

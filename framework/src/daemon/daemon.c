@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "daemon_internal.h"
 #include "spindle/daemon.h"
 #include "spindle/log.h"
@@ -74,9 +75,7 @@ int sp_daemon_wait_signal(void)
 
 static int64_t now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return (int64_t)(sp__now_ns() / 1000);
 }
 
 static int64_t or_default(int64_t v, int64_t def)

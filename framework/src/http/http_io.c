@@ -10,6 +10,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
+#include "base/iov.h"
 #include "http_internal.h"
 #include "io/iomanager_internal.h"
 #include "spindle/timer.h"
@@ -104,16 +105,9 @@ ssize_t sp__http_read_lent(int fd, sp_buf_t *in, bool *borrowed, size_t size,
 /* Drop `done` bytes from the front of iov[0..*n). */
 static struct iovec *advance(struct iovec *iov, int *n, size_t done)
 {
-    while (*n && done >= iov->iov_len) {
-        done -= iov->iov_len;
-        iov++;
-        (*n)--;
-    }
-    if (*n) {
-        iov->iov_base = (char *)iov->iov_base + done;
-        iov->iov_len -= done;
-    }
-    return iov;
+    int i = sp__iov_advance(iov, *n, done);
+    *n -= i;
+    return iov + i;
 }
 
 enum { MAX_IOV = 4 };

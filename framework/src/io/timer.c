@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "sched/scheduler_internal.h"
 
 enum { EXPIRE_BATCH = 256 };
@@ -42,9 +43,7 @@ struct sp_timer_slot {
 
 uint64_t sp_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return sp__now_ns();
 }
 
 /* ---- tokens ------------------------------------------------------------- */

@@ -26,6 +26,7 @@
  * watch (scheduler.c, try_leave; iomanager.c, iom_may_leave), and this
  * thread joins it.
  */
+#include "base/clock.h"
 #include "scheduler_internal.h"
 
 #include <errno.h>
@@ -38,9 +39,7 @@
 
 static int64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return (int64_t)sp__now_ns();
 }
 
 typedef struct seen {
