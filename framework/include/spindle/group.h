@@ -54,9 +54,10 @@ typedef int (*sp_job_fn)(void *arg);
 /* limit: most jobs running at once, >= 1, or SP_GROUP_UNLIMITED. name may
  * be NULL (copied, truncated to 31 bytes). EINVAL, ENOMEM. */
 sp_group_t *sp_group_create(sp_scheduler_t *s, const char *name, int limit);
-/* Free a group with no job scheduled or running: -EBUSY otherwise (wait
- * for it first). Jobs never started are dropped. */
-int sp_group_destroy(sp_group_t *g);
+/* Cancel the jobs not started yet, wait for the running ones to finish
+ * (as sp_group_wait, from a fiber or a thread; never from one of the
+ * group's own jobs), then free the group. NULL is a no-op. */
+void sp_group_destroy(sp_group_t *g);
 const char *sp_group_name(const sp_group_t *g);
 
 /* Add a job; returns its id (0, 1, 2... in order of adding). -ECANCELED

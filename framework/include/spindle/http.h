@@ -334,7 +334,8 @@ int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us);
  * wait, on new and open connections alike, uses the new values. */
 void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_ms,
                                  int64_t keepalive_timeout_ms);
-void sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out);
+/* 0 (the shape of every sp_*_stats). */
+int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out);
 void sp_http_server_destroy(sp_http_server_t *srv);
 
 /* ---- client -------------------------------------------------------------- */

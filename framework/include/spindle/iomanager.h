@@ -31,7 +31,7 @@ extern "C" {
 
 typedef struct sp_iomanager sp_iomanager_t;
 
-enum sp_io_event { SP_IO_READ = 1, SP_IO_WRITE = 2 };
+typedef enum sp_io_event { SP_IO_READ = 1, SP_IO_WRITE = 2 } sp_io_event_t;
 
 /* Callback of an fd event, run as a task. result: 0 when the fd is ready,
  * -ECANCELED after sp_io_cancel(), -EBADF when the fd was closed. */

@@ -162,8 +162,8 @@ typedef struct sp_log_stats {
     uint64_t write_errors; /* write(2) calls that failed */
     int last_error;        /* errno of the last failure; 0: none yet */
 } sp_log_stats_t;
-/* From any thread; each field is read on its own (not a snapshot). */
-void sp_log_stats(sp_log_stats_t *out);
+/* From any thread; each field is read on its own (not a snapshot). 0. */
+int sp_log_stats(sp_log_stats_t *out);
 /* Bytes of formatted messages the queue may hold (default 4 MiB, at least
  * 4 KiB). 0 or -EINVAL. */
 int sp_log_set_queue_size(size_t bytes);

@@ -169,7 +169,7 @@ size_t sp_chan_len(sp_chan_t *ch);
 bool sp_chan_closed(sp_chan_t *ch);
 
 /* One case of sp_chan_select. */
-enum { SP_CHAN_RECV = 0, SP_CHAN_SEND = 1 };
+typedef enum sp_chan_dir { SP_CHAN_RECV = 0, SP_CHAN_SEND = 1 } sp_chan_dir_t;
 typedef struct sp_chan_op {
     sp_chan_t *chan; /* NULL: a case that never fires */
     int op;          /* SP_CHAN_RECV or SP_CHAN_SEND */

@@ -82,8 +82,8 @@ int sp_tcp_server_start(sp_tcp_server_t *srv);
 /* Graceful stop, from any thread or fiber: returns when every handler has
  * returned. Connections still open at `drain_us` are shut down. */
 int sp_tcp_server_stop(sp_tcp_server_t *srv, int64_t drain_us);
-void sp_tcp_server_stats(const sp_tcp_server_t *srv,
-                         sp_tcp_server_stats_t *out);
+/* Stats, like every sp_*_stats: fill *out, 0 or -errno. */
+int sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out);
 /* Free a stopped (or never started) server. */
 void sp_tcp_server_destroy(sp_tcp_server_t *srv);
 

@@ -40,7 +40,7 @@ sp_token_t *sp_token_create(void); /* NULL + errno */
  * creator's reference. */
 void sp_token_kill(sp_token_t *t);
 
-enum { SP_TIMER_RECURRING = 1 };
+typedef enum sp_timer_flag { SP_TIMER_RECURRING = 1 } sp_timer_flag_t;
 
 /* Add a timer firing fn(arg) after delay_us microseconds (then every
  * delay_us with SP_TIMER_RECURRING). With a non-NULL `alive`, fire only

@@ -147,7 +147,7 @@ int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us)
     return sp_tcp_server_stop(srv->tcp, drain_us);
 }
 
-void sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out)
+int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out)
 {
     out->connections = atomic_load(&srv->n_conns);
     out->requests = atomic_load(&srv->n_requests);
@@ -155,6 +155,7 @@ void sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *o
     out->handler_errors = atomic_load(&srv->n_handler_errors);
     out->busy = atomic_load(&srv->n_busy);
     out->body_bytes = atomic_load(&srv->body_bytes);
+    return 0;
 }
 
 void sp_http_server_destroy(sp_http_server_t *srv)

@@ -61,12 +61,13 @@ void sp__log_write_failed(uint64_t lines, int err)
     atomic_store_explicit(&last_error, err, memory_order_relaxed);
 }
 
-void sp_log_stats(sp_log_stats_t *out)
+int sp_log_stats(sp_log_stats_t *out)
 {
     out->dropped = atomic_load_explicit(&dropped, memory_order_relaxed);
     out->lost = atomic_load_explicit(&lost, memory_order_relaxed);
     out->write_errors = atomic_load_explicit(&write_errors, memory_order_relaxed);
     out->last_error = atomic_load_explicit(&last_error, memory_order_relaxed);
+    return 0;
 }
 
 uint64_t sp__log_take_unreported(void)

@@ -136,11 +136,12 @@ int sp_tcp_server_addr(const sp_tcp_server_t *srv, int i, sp_addr_t *out)
     return 0;
 }
 
-void sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out)
+int sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out)
 {
     out->accepted = atomic_load(&srv->accepted);
     out->active = atomic_load(&srv->active);
     out->refused = atomic_load(&srv->refused);
+    return 0;
 }
 
 /* ---- live count and waiting for it -------------------------------------- */

@@ -91,15 +91,12 @@ sp_group_t *sp_group_create(sp_scheduler_t *s, const char *name, int limit)
     return g;
 }
 
-int sp_group_destroy(sp_group_t *g)
+void sp_group_destroy(sp_group_t *g)
 {
     if (!g)
-        return 0;
-    sp__spin_lock(&g->lk);
-    bool busy = g->running > 0;
-    sp__spin_unlock(&g->lk);
-    if (busy)
-        return -EBUSY;
+        return;
+    sp_group_cancel(g);
+    sp_group_wait(g, SP_FOREVER, NULL); /* the jobs still running */
     for (int i = 0; i < g->njobs; i++) {
         free(g->jobs[i]->deps.v);
         free(g->jobs[i]->dependents.v);
@@ -108,7 +105,6 @@ int sp_group_destroy(sp_group_t *g)
     free(g->jobs);
     free(g->mark);
     sp__sync_free(g);
-    return 0;
 }
 
 const char *sp_group_name(const sp_group_t *g)
