@@ -317,16 +317,24 @@ START_TEST(wait_from_fiber_with_timeout)
 }
 END_TEST
 
-START_TEST(cancel_from_outside)
+/* A started group of one slot: blocked_job (holding the slot until
+ * `release` is posted; it posts `started` when it runs), then n noops. */
+static sp_group_t *start_blocked(sp_scheduler_t *s, const char *name, int n)
 {
     release = sp_sem_create(0);
-    sp_scheduler_t *s = sched_new(2);
-    sp_group_t *g = sp_group_create(s, "cancel", 1);
-    ck_assert_int_eq(sp_group_add(g, blocked_job, NULL), 0);
-    for (int i = 0; i < 5; i++)
-        ck_assert_int_ge(sp_group_add(g, noop, NULL), 0);
     started = sp_sem_create(0);
+    sp_group_t *g = sp_group_create(s, name, 1);
+    ck_assert_int_eq(sp_group_add(g, blocked_job, NULL), 0);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_ge(sp_group_add(g, noop, NULL), 0);
     ck_assert_int_eq(sp_group_start(g), 0);
+    return g;
+}
+
+START_TEST(cancel_from_outside)
+{
+    sp_scheduler_t *s = sched_new(2);
+    sp_group_t *g = start_blocked(s, "cancel", 5);
     /* The first job holds the only slot until released; once it runs, a
      * cancel stops only the jobs that have not started (one cancelled
      * before it began would never run at all). */
@@ -387,14 +395,8 @@ static void *destroy_thread(void *g)
  * returns only once the running one has finished. */
 START_TEST(destroy_cancels_and_waits_for_running_jobs)
 {
-    release = sp_sem_create(0);
-    started = sp_sem_create(0);
     sp_scheduler_t *s = sched_new(2);
-    sp_group_t *g = sp_group_create(s, "destroyed", 1);
-    ck_assert_int_eq(sp_group_add(g, blocked_job, NULL), 0);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_ge(sp_group_add(g, noop, NULL), 0);
-    ck_assert_int_eq(sp_group_start(g), 0);
+    sp_group_t *g = start_blocked(s, "destroyed", 3);
     ck_assert_int_eq(sp_sem_wait(started, SP_FOREVER), 0);
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, destroy_thread, g), 0);
