@@ -120,7 +120,7 @@ void sp__io_invoke_pending(struct ev_loop *loop)
  * worker `owner` (`mine`: the calling thread's). On success *seq numbers
  * this arming. */
 static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
-               int fd, int dir, io_waiter_t *waiter, io_call_t *call,
+               int fd, int dir, io_waiter_t *waiter, io_callback_t *call,
                uint32_t *seq)
 {
     sp_io_watch_t *old = NULL;
@@ -344,10 +344,10 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
     if (!io || !fn || !ctx || (event != SP_IO_READ && event != SP_IO_WRITE))
         return -EINVAL;
     /* Allocated here, where failing is an answer, not in the loop. */
-    io_call_t *call = malloc(sizeof *call);
+    io_callback_t *call = malloc(sizeof *call);
     if (!call)
         return -ENOMEM;
-    *call = (io_call_t){fn, arg, 0};
+    *call = (io_callback_t){fn, arg, 0};
     int rc = sp__sched_hold(&io->s);
     if (rc == 0) {
         sp_worker_t *self = sp__sched_self(&io->s);

@@ -70,7 +70,7 @@ static void ack_wait(close_ack_t *a)
 
 void sp__io_run_callback(void *p)
 {
-    io_call_t c = *(io_call_t *)p;
+    io_callback_t c = *(io_callback_t *)p;
     free(p);
     c.fn(c.arg, c.result);
 }

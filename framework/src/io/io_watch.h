@@ -32,7 +32,7 @@ typedef struct sp_io_watch {
     _Atomic uintptr_t hint_fiber, hint_frames;
     /* Guarded by the fd's lock, except as noted. */
     io_waiter_t *waiter;  /* armed by a fiber, or */
-    struct io_call *call; /* armed with a callback, or neither: idle */
+    struct io_callback *call; /* armed with a callback, or neither: idle */
     sp_iomanager_t *iom; /* (set once) */
     int dir, owner;      /* (set once) */
     uint32_t seq;  /* numbers each arming */
@@ -52,17 +52,17 @@ static inline sp_fd_ctx_t *ctx_of(const sp_io_watch_t *w)
 
 /* A callback event, allocated when it is armed (sp_io_add), so that
  * delivering it needs no memory; the task that runs it frees it. */
-typedef struct io_call {
+typedef struct io_callback {
     sp_io_fn fn;
     void *arg;
     int result;
-} io_call_t;
+} io_callback_t;
 
 /* What was taken off a watch, to deliver once the lock is released. */
 typedef struct taken {
     sp_iomanager_t *io;
     sp_waiter_t *waiter;
-    io_call_t *call;
+    io_callback_t *call;
     int result;
     bool drop; /* deleted: no wake-up, no callback */
 } taken_t;
