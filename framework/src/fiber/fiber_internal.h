@@ -83,7 +83,5 @@ void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
 
 /* Stack overflow reporting (overflow.c). */
 void sp__overflow_install(void);
-void sp__overflow_thread_init(sp_thread_t *t);
-void sp__overflow_thread_fini(sp_thread_t *t);
 
 #endif

@@ -2,17 +2,15 @@
  * hits the guard region; the SIGSEGV handler runs on an alternate signal
  * stack (the fiber's own stack is exhausted), names the fiber on stderr and
  * lets the default action end the process. Faults elsewhere go to whatever
- * handler was installed before ours. */
+ * handler was installed before ours. Each thread's alternate stack is
+ * set up with its fiber state (thread.c). */
 #include "fiber_internal.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-enum { ALTSTACK_BYTES = 64 * 1024 };
 
 static struct sigaction previous;
 
@@ -86,32 +84,4 @@ void sp__overflow_install(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install);
-}
-
-void sp__overflow_thread_init(sp_thread_t *t)
-{
-    /* Keep an alternate stack someone else (a sanitizer) already set. */
-    stack_t cur;
-    if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE))
-        return;
-    void *mem = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED)
-        return; /* overflow then dies without the message, never silently */
-    stack_t ss = {.ss_sp = mem, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
-    if (sigaltstack(&ss, NULL) != 0) {
-        munmap(mem, ALTSTACK_BYTES);
-        return;
-    }
-    t->altstack = mem;
-}
-
-void sp__overflow_thread_fini(sp_thread_t *t)
-{
-    if (!t->altstack)
-        return;
-    stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-    sigaltstack(&ss, NULL);
-    munmap(t->altstack, ALTSTACK_BYTES);
-    t->altstack = NULL;
 }

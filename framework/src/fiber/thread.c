@@ -5,13 +5,18 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifdef SP_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
 enum { ID_BATCH = 1024 };
+/* The alternate signal stack each thread gets, so that overflow.c's
+ * SIGSEGV handler can run when a fiber has used up its own stack. */
+enum { ALTSTACK_BYTES = 64 * 1024 };
 
 /* Only a pointer is thread-local: it is built with the initial-exec TLS
  * model (one %fs-relative load, no __tls_get_addr call), and 8 bytes fit
@@ -21,9 +26,37 @@ static _Atomic uint64_t id_source = 1;
 static pthread_key_t fini_key;
 static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
 
+static void altstack_init(sp_thread_t *t)
+{
+    /* Keep an alternate stack someone else (a sanitizer) already set. */
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE))
+        return;
+    void *mem = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return; /* overflow then dies without the message, never silently */
+    stack_t ss = {.ss_sp = mem, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) {
+        munmap(mem, ALTSTACK_BYTES);
+        return;
+    }
+    t->altstack = mem;
+}
+
+static void altstack_fini(sp_thread_t *t)
+{
+    if (!t->altstack)
+        return;
+    stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&ss, NULL);
+    munmap(t->altstack, ALTSTACK_BYTES);
+    t->altstack = NULL;
+}
+
 static void thread_fini(void *p)
 {
-    sp__overflow_thread_fini(p);
+    altstack_fini(p);
     self = NULL;
     free(p);
 }
@@ -44,7 +77,7 @@ static void thread_init(sp_thread_t *t)
     t->root.tsan_fiber = __tsan_get_current_fiber();
 #endif
     t->current = &t->root;
-    sp__overflow_thread_init(t);
+    altstack_init(t);
     pthread_once(&fini_once, make_key);
     pthread_setspecific(fini_key, t);
 }
