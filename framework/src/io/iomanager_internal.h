@@ -54,6 +54,12 @@ typedef struct iom_worker {
 /* The loop's invoke step (ev_set_invoke_pending_cb): libev's callbacks,
  * then the batch they noted. */
 void sp__io_invoke_pending(struct ev_loop *loop);
+/* The timer heap of worker slot `worker` (base or extra), or NULL past the
+ * slots. */
+sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
+/* Wake the owner of a heap if it is idle, so it re-arms for an earlier
+ * deadline. */
+void sp__iom_timer_kick(sp_iomanager_t *io, int worker);
 
 struct sp_iomanager {
     sp_scheduler_t s; /* first: an IOManager is a scheduler */

@@ -1,4 +1,6 @@
-/* Internal: the per-worker timer heap behind timer.h. Every field of a
+/* Internal: the per-worker timer heap behind timer.h; it knows the
+ * scheduler (timers hold it, callbacks run as its tasks), not the
+ * IOManager. Every field of a
  * worker's timers is guarded by that worker's `lock`, so a timer is only
  * ever touched under the lock of the worker that owns it. */
 #ifndef SP_TIMER_INTERNAL_H
@@ -42,10 +44,17 @@ void sp__timer_heap_expire(sp_timer_heap_t *h);
 int sp__timer_add_inline(sp_timer_heap_t *h, uint64_t delay_ns,
                          sp_timer_fn fn, void *arg, sp_timer_id_t *id);
 
-/* The heap of worker slot `worker` of the IOManager (base or extra), or
- * NULL past the slots; defined in iomanager.c. */
-sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
-/* Wake the owner of h if it is idle, so it re-arms for an earlier deadline. */
-void sp__iom_timer_kick(sp_iomanager_t *io, int worker);
+/* The heap's side of timer.h (timer.c picks the heap and wakes its owner).
+ * add: a timer on h (holding h's scheduler while armed); *first: it is
+ * now the earliest. cancel, retime: 0 or -ENOENT for an id not (or no
+ * longer) on h. */
+int sp__timer_heap_add(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
+                       void *arg, bool recurring, sp_token_t *alive,
+                       sp_timer_id_t *id, bool *first);
+int sp__timer_heap_cancel(sp_timer_heap_t *h, sp_timer_id_t id);
+int sp__timer_heap_retime(sp_timer_heap_t *h, sp_timer_id_t id, bool set_period,
+                          uint64_t period_ns, bool from_now, bool *first);
+/* The worker whose heap an id is on. */
+int sp__timer_id_worker(sp_timer_id_t id);
 
 #endif
