@@ -28,11 +28,29 @@
  * line or two of the prefetch, nothing else. */
 #define PARK_DEPTH 256
 
-/* Keep a fiber woken by the poll to run once ev_run returns; false if out
- * of memory. */
-static bool due_push(iom_worker_t *x, struct sp_fiber *f)
+/* A fiber about to wait on its worker's fds makes room for itself in the
+ * due list first: out of memory is then this wait's -ENOMEM, and the
+ * wake-up inside the poll (ready_one) needs none. Owner thread. The list
+ * may move while sp__io_run_due walks it: that reads it afresh each time. */
+static int due_reserve(iom_worker_t *x)
 {
-    return sp__fibers_push(&x->due, &x->ndue, &x->capdue, f);
+    if (x->waiting == x->capdue) {
+        unsigned cap = x->capdue ? 2 * x->capdue : 64;
+        struct sp_fiber **grown = realloc(x->due, sizeof *grown * cap);
+        if (!grown)
+            return -ENOMEM;
+        x->due = grown;
+        x->capdue = cap;
+    }
+    x->waiting++;
+    return 0;
+}
+
+/* Keep a fiber woken by the poll to run once ev_run returns (its room was
+ * reserved when it armed its wait). */
+static void due_push(iom_worker_t *x, struct sp_fiber *f)
+{
+    x->due[x->ndue++] = f;
 }
 
 void sp__io_run_due(sp_iomanager_t *io, int worker)
@@ -67,8 +85,8 @@ static void ready_one(struct ev_loop *loop, sp_io_watch_t *w)
     if (got) {
         if (t.waiter && sp__sched_polling(self)) {
             struct sp_fiber *f = sp__waiter_deliver_here(t.waiter);
-            if (f && !due_push(w->iom->w[w->owner], f))
-                abort(); /* out of memory while holding a live fiber */
+            if (f)
+                due_push(w->iom->w[w->owner], f);
         } else {
             deliver(&t);
         }
@@ -236,6 +254,10 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
                              const armed_t *armed, int k, int rc,
                              int64_t timeout_us)
 {
+    /* Its room in the due list, made before this worker can poll again
+     * (nothing delivers into the list until then). */
+    iom_worker_t *x = io->w[owner];
+    bool reserved = rc == 0 && (rc = due_reserve(x)) == 0;
     sp_timer_id_t tid = 0;
     if (rc == 0 && timeout_us >= 0)
         rc = sp__timer_add_inline(sp__iom_timer_heap(io, owner),
@@ -250,6 +272,8 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
     }
     withdraw(armed, k, waiter);
     int result = sp__waiter_settle(&waiter->base);
+    if (reserved)
+        x->waiting--;
     return rc == 0 ? result : rc;
 }
 

@@ -39,9 +39,11 @@ typedef struct iom_worker {
     /* Fibers ready_one woke during one ev_run, in libev's invocation order,
      * which is the reverse of the kernel's (libev runs its pending
      * callbacks last in, first out); sp__io_run_due runs them back to
-     * front. Owner thread only. */
+     * front. Owner thread only. Room for every fiber waiting on this
+     * worker's fds (`waiting`) is made when it arms its wait, so a wake-up
+     * inside the poll never needs memory. */
     struct sp_fiber **due;
-    unsigned ndue, capdue;
+    unsigned ndue, capdue, waiting;
     /* The watches libev is reporting ready: on_ready notes each and asks
      * for its cold lines; they are handled together once libev has called
      * back for all of them (or READY_BATCH of them). Only libev's
