@@ -12,8 +12,8 @@
  * + system) is the server side's. Three alternating repetitions.
  *
  * Why it exists: on a kernel that switches page tables on every system
- * call (PTI without PCID, as on the VM of docs/benchmarks.md's sixth
- * session), entering the kernel is a large part of a small message's cost;
+ * call (PTI without PCID, as on some VMs this project was measured on),
+ * entering the kernel is a large part of a small message's cost;
  * this measures how much a batching I/O path would save before anyone
  * builds one. Built only when liburing is installed (scripts/deps.sh bench).
  */

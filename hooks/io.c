@@ -39,8 +39,8 @@ static void note_read(sp_fd_ctx_t *ctx, unsigned fl, const io_call_t *c, ssize_t
 /* read/write on a stream socket go to the kernel as recv/send with no
  * flags, which the man pages define as the same call (SIGPIPE included):
  * they skip the VFS layer's per-call checks (rw_verify_area, the file
- * permission hook, fsnotify). A 64-byte write+read pair over loopback TCP:
- * 1-4% less time (6.90 -> 6.82 us here). Not for datagram sockets, where
+ * permission hook, fsnotify), so a write+read pair over loopback TCP takes
+ * less time (bench/peers.sh echo). Not for datagram sockets, where
  * read and recv differ on an empty datagram. */
 static void as_socket_call(io_call_t *c, unsigned fl)
 {

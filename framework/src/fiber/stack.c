@@ -12,10 +12,10 @@
  * it (Linux >= 6.13 accepts any advice for the caller's own process). A
  * fiber writes its top page when it is created, so a burst of new
  * connections otherwise takes one page fault per fiber: a kernel entry
- * each, and about 20 us on a VM whose hypervisor handles guest faults
- * (this project's benchmark machine), against under 1 us per page when
- * committed in a batch. The cost is one page per stack of the slab that is
- * not used yet (at most 252 KiB).
+ * each, costly on a VM whose hypervisor handles guest faults, and far
+ * more than a page committed in a batch (bench/peers.sh http-burst
+ * measures a burst of new connections). The cost is one page per stack
+ * of the slab that is not used yet (at most 252 KiB).
  *
  * Pool: free stacks of one size are kept in a per-thread cache (no locks on
  * the hot path) in front of a global array. The free lists live outside the

@@ -109,8 +109,8 @@ static void ready_flush(struct ev_loop *loop, iom_worker_t *x)
  * asks for the lines handling it will touch (the fd's lock, the watch's
  * second line, the waiting fiber and its frames). With many connections
  * each is likely cold; asked for across the batch, they arrive together
- * instead of one dependent miss after another for each event (echo at
- * 1,000 connections, A/B: 2-10% less CPU per message, in noisy runs). */
+ * instead of one dependent miss after another for each event (see
+ * `AB_BIN=... bench/peers.sh echo 1000`). */
 static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;

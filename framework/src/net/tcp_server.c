@@ -57,7 +57,7 @@ struct sp_tcp_server {
     bool started;
     /* TCP_NODELAY is set on every TCP listener, and Linux hands it down to
      * the sockets accept(2) returns: no setsockopt per connection (a
-     * system call each, 1-2 us on a kernel with PTI). False if a listener
+     * system call each, costly on a kernel with PTI). False if a listener
      * refused it: then each connection sets it. */
     bool nodelay_inherited;
     pthread_mutex_t lock; /* conns, live, waiters */
