@@ -31,6 +31,8 @@ static int round_robin(const sp_dispatcher_t *d)
 {
     int n = nlive(d);
     unsigned c = cursor(d);
+    if (!*d->watched) /* every worker usable: no call per worker */
+        return (int)(c % (unsigned)n);
     for (int k = 0; k < n; k++) {
         int i = (int)((c + (unsigned)k) % (unsigned)n);
         if (d->usable(d->ctx, i))
@@ -50,7 +52,7 @@ static int least_loaded(const sp_dispatcher_t *d)
     size_t best_load = (size_t)-1;
     for (int k = 0; k < n; k++) {
         int i = (int)((c + (unsigned)k) % (unsigned)n);
-        if (!d->usable(d->ctx, i))
+        if (*d->watched && !d->usable(d->ctx, i))
             continue;
         size_t load = d->load(d->ctx, i);
         if (load < best_load) {
@@ -61,16 +63,18 @@ static int least_loaded(const sp_dispatcher_t *d)
     return best >= 0 ? best : (int)(c % (unsigned)*d->nbase);
 }
 
-int sp__dispatch_pick(const sp_dispatcher_t *d, int self)
+int sp__dispatch_pick(const sp_dispatcher_t *d)
 {
     switch (d->policy) {
     case SP_DISPATCH_ROUND_ROBIN:
         return round_robin(d);
     case SP_DISPATCH_LEAST_LOADED:
         return least_loaded(d);
-    default:
+    default: {
         /* Local-first: the submitting worker's own queue keeps the task
          * cache-warm; idle workers steal what it cannot run soon. */
+        int self = d->self(d->ctx);
         return self >= 0 ? self : round_robin(d);
+    }
     }
 }

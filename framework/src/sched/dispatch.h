@@ -19,7 +19,11 @@ typedef struct sp_dispatcher {
     const int *nbase;           /* base workers: fallback when none usable */
     const _Atomic int *nlive;   /* worker slots in use */
     _Atomic unsigned *rr;       /* round-robin cursor (shared with timers) */
-    const void *ctx;            /* the scheduler, for the two below */
+    const bool *watched;        /* false: no worker is ever stuck or leaving */
+    const void *ctx;            /* the scheduler, for the three below */
+    /* Local-first: the calling thread's worker if new work may be placed
+     * on it, else -1. */
+    int (*self)(const void *ctx);
     /* Whether new work may be placed on worker i (not stuck, not leaving). */
     bool (*usable)(const void *ctx, int i);
     /* Worker i's queued tasks, plus one if it is running something. */
@@ -28,8 +32,7 @@ typedef struct sp_dispatcher {
 
 /* 0 if d is a placement policy, else -EINVAL. */
 int sp__dispatch_check(sp_dispatch_t d);
-/* The worker for a new SP_ANY_WORKER task. `self`: the submitting worker's
- * index if new work may be placed on it, else -1 (for local-first). */
-int sp__dispatch_pick(const sp_dispatcher_t *d, int self);
+/* The worker for a new SP_ANY_WORKER task. */
+int sp__dispatch_pick(const sp_dispatcher_t *d);
 
 #endif

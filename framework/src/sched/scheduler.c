@@ -98,7 +98,13 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
 
 /* ---- public API --------------------------------------------------------- */
 
-/* Placement's view of worker i (dispatch.h). */
+/* Placement's view of the workers (dispatch.h). */
+static int dispatch_self(const void *ctx)
+{
+    sp_worker_t *w = sp__sched_self(ctx);
+    return w && sp__sched_usable(w) ? w->index : -1;
+}
+
 static bool dispatch_usable(const void *ctx, int i)
 {
     const sp_scheduler_t *s = ctx;
@@ -161,7 +167,8 @@ int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
     atomic_init(&s->nlive, threads);
     s->disp = (sp_dispatcher_t){.policy = SP_DISPATCH_LOCAL_FIRST,
                                 .nbase = &s->nworkers, .nlive = &s->nlive,
-                                .rr = &s->rr, .ctx = s,
+                                .rr = &s->rr, .watched = &s->monitored,
+                                .ctx = s, .self = dispatch_self,
                                 .usable = dispatch_usable,
                                 .load = dispatch_load};
     return alloc_workers(s, threads);
@@ -316,11 +323,7 @@ static int check_worker(const sp_scheduler_t *s, int worker)
 
 static int pick_target(sp_scheduler_t *s, int worker)
 {
-    if (worker >= 0)
-        return worker;
-    sp_worker_t *self = sp__sched_self(s);
-    return sp__dispatch_pick(&s->disp,
-                             self && sp__sched_usable(self) ? self->index : -1);
+    return worker >= 0 ? worker : sp__dispatch_pick(&s->disp);
 }
 
 int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
