@@ -4,7 +4,8 @@
 #     lower layer ("io/fd_table.h"), public headers (spindle/x.h) of its own
 #     layer or a lower one; never a higher layer, never a folder of the
 #     same level (so no two folders include each other);
-#   - no source or header file is over 600 lines.
+#   - no source or header file is over 600 lines, no function over 80
+#     (a function: from a line that is "{" to the next that is "}").
 # Exit 1 with one line per violation. Run by `make test` (ctest: layers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ declare -A public=(
   [sync.h]=sync [group.h]=sync [http.h]=http [daemon.h]=daemon
 )
 MAX_LINES=600
+MAX_FUNCTION=80
 bad=0
 say() {
   echo "layers: $*"
@@ -46,6 +48,10 @@ check_file() {
   local n
   n=$(wc -l <"$file")
   ((n <= MAX_LINES)) || say "$file: $n lines (at most $MAX_LINES)"
+  while read -r long; do
+    say "$file: $long (at most $MAX_FUNCTION)"
+  done < <(awk -v max="$MAX_FUNCTION" \
+    '/^\{/ { s = NR } /^\}/ { if (s && NR - s - 1 > max) print "a function of " NR - s - 1 " lines at line " s; s = 0 }' "$file")
   while IFS= read -r line; do
     [[ $line =~ ^#[[:space:]]*include[[:space:]]+\"([^\"]+)\" ]] || continue
     inc=${BASH_REMATCH[1]}

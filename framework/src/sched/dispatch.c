@@ -5,78 +5,76 @@
  * stuck, and extra workers asked to retire, get nothing new while another
  * worker can take it.
  */
-#include "scheduler_internal.h"
+#include "dispatch.h"
 
 #include <errno.h>
 
-int sp_scheduler_set_dispatch(sp_scheduler_t *s, sp_dispatch_t d)
+int sp__dispatch_check(sp_dispatch_t d)
 {
-    if (!s || (d != SP_DISPATCH_LOCAL_FIRST && d != SP_DISPATCH_ROUND_ROBIN &&
-               d != SP_DISPATCH_LEAST_LOADED))
-        return -EINVAL;
-    if (s->started)
-        return -EBUSY;
-    s->dispatch = d;
-    return 0;
+    return d == SP_DISPATCH_LOCAL_FIRST || d == SP_DISPATCH_ROUND_ROBIN ||
+                   d == SP_DISPATCH_LEAST_LOADED
+               ? 0
+               : -EINVAL;
 }
 
-static unsigned cursor(sp_scheduler_t *s)
+static unsigned cursor(const sp_dispatcher_t *d)
 {
-    return atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed);
+    return atomic_fetch_add_explicit(d->rr, 1, memory_order_relaxed);
 }
 
-static int round_robin(sp_scheduler_t *s)
+static int nlive(const sp_dispatcher_t *d)
 {
-    int n = sp__sched_nlive(s);
-    unsigned c = cursor(s);
+    return atomic_load_explicit(d->nlive, memory_order_acquire);
+}
+
+static int round_robin(const sp_dispatcher_t *d)
+{
+    int n = nlive(d);
+    unsigned c = cursor(d);
+    if (!*d->watched) /* every worker usable: no call per worker */
+        return (int)(c % (unsigned)n);
     for (int k = 0; k < n; k++) {
         int i = (int)((c + (unsigned)k) % (unsigned)n);
-        if (sp__sched_usable(&s->workers[i]))
+        if (d->usable(d->ctx, i))
             return i;
     }
-    return (int)(c % (unsigned)s->nworkers); /* all stuck: queue anyway */
+    return (int)(c % (unsigned)*d->nbase); /* all stuck: queue anyway */
 }
 
 /* Queued tasks, plus one for a worker that is running something: an idle
  * worker with an empty queue wins, then the shortest queue. Ties go to the
  * first worker after a rotating start, so equal loads spread out. */
-static int least_loaded(sp_scheduler_t *s)
+static int least_loaded(const sp_dispatcher_t *d)
 {
-    int n = sp__sched_nlive(s);
-    unsigned c = cursor(s);
+    int n = nlive(d);
+    unsigned c = cursor(d);
     int best = -1;
     size_t best_load = (size_t)-1;
     for (int k = 0; k < n; k++) {
         int i = (int)((c + (unsigned)k) % (unsigned)n);
-        const sp_worker_t *w = &s->workers[i];
-        if (!sp__sched_usable(w))
+        if (*d->watched && !d->usable(d->ctx, i))
             continue;
-        size_t load =
-            atomic_load_explicit(&w->n_shared, memory_order_relaxed) +
-            atomic_load_explicit(&w->n_bound, memory_order_relaxed) +
-            !atomic_load_explicit(&w->idle, memory_order_relaxed);
+        size_t load = d->load(d->ctx, i);
         if (load < best_load) {
             best = i;
             best_load = load;
         }
     }
-    return best >= 0 ? best : (int)(c % (unsigned)s->nworkers);
+    return best >= 0 ? best : (int)(c % (unsigned)*d->nbase);
 }
 
-int sp__dispatch_pick(sp_scheduler_t *s)
+int sp__dispatch_pick(const sp_dispatcher_t *d)
 {
-    switch (s->dispatch) {
+    switch (d->policy) {
     case SP_DISPATCH_ROUND_ROBIN:
-        return round_robin(s);
+        return round_robin(d);
     case SP_DISPATCH_LEAST_LOADED:
-        return least_loaded(s);
+        return least_loaded(d);
     default: {
         /* Local-first: the submitting worker's own queue keeps the task
          * cache-warm; idle workers steal what it cannot run soon. */
-        sp_worker_t *self = sp__sched_self(s);
-        if (self && sp__sched_usable(self))
-            return self->index;
-        return round_robin(s);
+        int self = d->self(d->ctx);
+        return self >= 0 ? self : round_robin(d);
     }
     }
 }

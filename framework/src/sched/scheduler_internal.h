@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "dispatch.h"
 #include "fiber/fiber_internal.h"
+#include "monitor.h"
 #include "run_queue.h"
 #include "spindle/scheduler.h"
 
@@ -97,15 +99,76 @@ struct sp_scheduler {
     _Atomic unsigned rr;  /* round-robin cursor for outside submissions */
     sp_worker_t *workers;
     int cap;             /* worker slots allocated: nworkers + extras */
-    int dispatch;        /* sp_dispatch_t for SP_ANY_WORKER */
+    sp_dispatcher_t disp; /* placement of SP_ANY_WORKER tasks */
     bool monitored;      /* a monitor samples the workers */
     bool migrate_stuck;  /* others may take a stuck worker's started fibers */
-    struct sp_monitor *mon;
+    sp_monitor_t *mon;
     /* Read on every loop of every worker when monitored: its own line. */
     _Alignas(64) _Atomic int nstuck; /* workers flagged stuck */
     _Atomic int nlive;   /* slots in use: nworkers + running extras */
-    _Atomic uint64_t m_stalls, m_rescued, m_migrated, m_grown, m_shrunk;
+    _Atomic uint64_t m_rescued, m_migrated; /* the monitor counts the rest */
 };
+
+/* `ctl`: live tasks | STOPPING | STOPPED (scheduler.c, "Stopping"). */
+#define SP_CTL_STOPPING (1ull << 62)
+#define SP_CTL_STOPPED (1ull << 63)
+#define SP_CTL_COUNT(v) ((v) & (SP_CTL_STOPPING - 1))
+
+static inline bool sp__sched_stopped(const sp_scheduler_t *s)
+{
+    return atomic_load(&s->ctl) & SP_CTL_STOPPED;
+}
+
+/* f->park, the park/wake protocol (worker.c, "Park/wake"). */
+enum {
+    SP_PARK_RUNNING, SP_PARK_PERMIT, SP_PARK_PARKING, SP_PARK_WOKEN,
+    SP_PARK_PARKED
+};
+
+/* Record a wake of f; true if f was parked and the caller must now queue
+ * (or run) it. Inline: sp_wake and the waiter's delivery both run it per
+ * wake. */
+static inline bool sp__sched_wake_claim(struct sp_fiber *f)
+{
+    for (;;) {
+        int p = atomic_load(&f->park);
+        int next;
+        switch (p) {
+        case SP_PARK_RUNNING: next = SP_PARK_PERMIT; break;
+        case SP_PARK_PARKING: next = SP_PARK_WOKEN; break;
+        case SP_PARK_PARKED: next = SP_PARK_RUNNING; break;
+        default: return false; /* a wake is already pending */
+        }
+        if (atomic_compare_exchange_weak(&f->park, &p, next))
+            return p == SP_PARK_PARKED;
+    }
+}
+
+/* worker.c, for the other files of the scheduler (never per switch). */
+/* Queue `task` on worker `target` and wake someone for it; 0 or -ENOMEM. */
+int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+                      bool bound);
+/* Queue `task` on w without waking anyone; -EAGAIN if w has left. */
+int sp__sched_push(sp_worker_t *w, const sp_task_t *task, bool bound);
+/* Queue woken fiber f on its worker (see requeue). */
+void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f);
+/* A worker's thread (pthread_create), and worker 0's loop under
+ * use_caller (a fiber that stop() resumes). */
+void *sp__sched_thread_main(void *w);
+void sp__sched_caller_loop(void *w);
+
+/* steal.c: work from other workers, for an idle worker (steal) or for a
+ * worker the monitor flagged stuck (rescue); true with a task in *out. */
+bool sp__sched_steal(sp_worker_t *w, sp_task_t *out);
+bool sp__sched_rescue(sp_worker_t *w, sp_task_t *out);
+
+/* scheduler_monitor.c: the monitor thread over this scheduler, started by
+ * sp_scheduler_start() and stopped by sp_scheduler_stop() once the base
+ * workers are joined; 0 or -errno. */
+int sp__sched_monitor_start(sp_scheduler_t *s);
+void sp__sched_monitor_stop(sp_scheduler_t *s);
+/* Stop and free s's monitor, if any. */
+void sp__monitor_free(sp_scheduler_t *s);
 
 /* On w's thread: true while w polls for events outside any task, where an
  * event callback may claim the fiber it wakes and run it during the poll
@@ -147,15 +210,6 @@ static inline bool sp__sched_usable(const sp_worker_t *w)
 /* Start an extra worker in slot i == the live count (monitor thread);
  * counts it live before its thread runs. 0 or -errno. */
 int sp__sched_spawn(sp_scheduler_t *s, int i);
-
-/* dispatch.c: the worker a SP_ANY_WORKER task goes to. */
-int sp__dispatch_pick(sp_scheduler_t *s);
-
-/* monitor.c: the monitor thread, started by sp_scheduler_start() and
- * stopped by sp_scheduler_stop() once the base workers are joined. */
-int sp__monitor_start(sp_scheduler_t *s);
-void sp__monitor_stop(sp_scheduler_t *s);
-void sp__monitor_free(sp_scheduler_t *s);
 
 /* A fiber's wait for one of several wakers (fd events, a timer), robust
  * against stray wakes: the fiber returns only after every waker that

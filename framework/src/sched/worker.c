@@ -1,0 +1,561 @@
+/* The worker side of the N:M scheduler: its queues and wake-ups, the
+ * worker loop that runs tasks, and the per-switch hot path (yield, park,
+ * wake, direct hand-off). Everything a task switch runs is in this file, so
+ * the compiler inlines it as one unit; stealing (steal.c) and the public
+ * lifecycle (scheduler.c) are off that path.
+ *
+ * Queues: each worker has two FIFO queues under one lock, `shared` (new
+ * tasks, which other workers may steal) and `bound` (tasks bound to it, and
+ * fibers that already ran there: see requeue()), and a third without a lock,
+ * `local`, for fibers the worker woke itself. Entries carry a per-worker
+ * sequence number so the owner runs them in submission order across all
+ * three. An idle worker steals up to half of another worker's shared queue.
+ * Fibers woken by the worker's own event poll do not queue at all: they run
+ * in the event callback, or right after the poll (see poll_events).
+ *
+ * Sleeping without lost wake-ups: a worker about to sleep sets idle=1, issues
+ * a full fence, then looks at every queue once more; a submitter pushes,
+ * issues a full fence, then looks at the idle flags. One of the two always
+ * sees the other. A submitter claims an idle worker by CAS 1->0 before
+ * tickling it, so each sleeping worker is woken at most once per claim, and
+ * nobody is tickled while no worker is idle.
+ *
+ * Park/wake: f->park is RUNNING, PERMIT (woken while running), PARKING
+ * (switching out), WOKEN (woken while switching out) or PARKED. Only the
+ * worker that finished switching the fiber out moves PARKING -> PARKED, and
+ * only a wake that sees PARKED queues the fiber (sp__sched_wake_claim), so a
+ * fiber is queued exactly once per park and never runs on two threads
+ * (sylar issue 24).
+ */
+#include "scheduler_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- queues and wake-ups ------------------------------------------------ */
+
+sp_worker_t *sp__sched_self(const sp_scheduler_t *s)
+{
+    sp_worker_t *w = sp__thread()->worker;
+    return w && w->s == s ? w : NULL;
+}
+
+bool sp__sched_claim(sp_worker_t *w)
+{
+    int one = 1;
+    return atomic_load_explicit(&w->idle, memory_order_relaxed) == 1 &&
+           atomic_compare_exchange_strong(&w->idle, &one, 0);
+}
+
+/* After a push to `target`: wake it if it sleeps; for a stealable task,
+ * otherwise wake some other sleeping worker to steal it. A worker never
+ * tickles itself: if it pushed from inside its own idle (an event
+ * callback), it looks at its queues as soon as that returns. A fiber
+ * queued on a stuck worker is stealable when migrate_stuck is on. */
+static void notify(sp_scheduler_t *s, int target, bool bound)
+{
+    sp_worker_t *self = sp__sched_self(s);
+    sp_worker_t *t = &s->workers[target];
+    if (bound && t == self)
+        return; /* our own work: we look at our queues next */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (t != self && sp__sched_claim(t)) {
+        s->ops.tickle(s, target);
+        return;
+    }
+    if (bound && !(s->migrate_stuck && atomic_load(&t->stuck)))
+        return;
+    int n = sp__sched_nlive(s);
+    for (int k = 1; k < n; k++) {
+        sp_worker_t *w = &s->workers[(target + k) % n];
+        if (w != self && sp__sched_claim(w)) {
+            s->ops.tickle(s, w->index);
+            return;
+        }
+    }
+}
+
+/* The next number for an entry of w's queues. The owner's unlocked pushes
+ * and other threads' locked ones may race here and take the same number:
+ * a tie only leaves their relative order open, and the plain load and
+ * store cost no locked instruction on the owner's wake path. */
+static uint64_t next_seq(sp_worker_t *w)
+{
+    uint64_t v = atomic_load_explicit(&w->seq, memory_order_relaxed);
+    atomic_store_explicit(&w->seq, v + 1, memory_order_relaxed);
+    return v;
+}
+
+static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
+{
+    sp_task_t t = *task;
+    pthread_mutex_lock(&w->lock);
+    if (w->gone) { /* an extra worker that has left */
+        pthread_mutex_unlock(&w->lock);
+        return -EAGAIN;
+    }
+    t.seq = next_seq(w);
+    t.bound = bound;
+    sp_run_queue_t *q = bound ? &w->bound : &w->shared;
+    int rc = sp__rq_push(q, &t);
+    if (rc == 0)
+        atomic_store_explicit(bound ? &w->n_bound : &w->n_shared, q->count,
+                              memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+static int enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+                   bool bound)
+{
+    int rc = push(&s->workers[target], task, bound);
+    if (rc == -EAGAIN) /* only SP_ANY_WORKER work is placed on extras */
+        rc = push(&s->workers[target = target % s->nworkers], task, bound);
+    if (rc == 0)
+        notify(s, target, bound);
+    return rc;
+}
+
+/* Pop the oldest task of either queue of w. */
+static bool take_local(sp_worker_t *w, sp_task_t *out)
+{
+    const sp_task_t *l = sp__rq_peek(&w->local);
+    if (!atomic_load_explicit(&w->n_shared, memory_order_relaxed) &&
+        !atomic_load_explicit(&w->n_bound, memory_order_relaxed))
+        return l && sp__rq_pop(&w->local, out);
+    pthread_mutex_lock(&w->lock);
+    const sp_task_t *a = sp__rq_peek(&w->shared);
+    const sp_task_t *b = sp__rq_peek(&w->bound);
+    bool ok = false;
+    if (l && (!a || l->seq < a->seq) && (!b || l->seq < b->seq)) {
+        ok = sp__rq_pop(&w->local, out);
+    } else if (a && (!b || a->seq < b->seq)) {
+        ok = sp__rq_pop(&w->shared, out);
+        atomic_store_explicit(&w->n_shared, w->shared.count,
+                              memory_order_relaxed);
+    } else if (b) {
+        ok = sp__rq_pop(&w->bound, out);
+        atomic_store_explicit(&w->n_bound, w->bound.count,
+                              memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return ok;
+}
+
+/* For steal.c and scheduler.c; the static versions stay inlinable here. */
+int sp__sched_push(sp_worker_t *w, const sp_task_t *task, bool bound)
+{
+    return push(w, task, bound);
+}
+
+int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+                      bool bound)
+{
+    return enqueue(s, target, task, bound);
+}
+
+static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
+{
+    if (w->local.count || atomic_load(&w->n_bound))
+        return true;
+    int nl = sp__sched_nlive(s);
+    for (int i = 0; i < nl; i++) {
+        const sp_worker_t *v = &s->workers[i];
+        if (atomic_load(&v->n_shared))
+            return true;
+        if (s->migrate_stuck && atomic_load(&v->stuck) &&
+            atomic_load(&v->n_bound))
+            return true;
+    }
+    return false;
+}
+
+static void run_task(sp_worker_t *w, const sp_task_t *task);
+
+/* Run, in wake order, the fibers collected while this worker polled. A
+ * fiber that yields or is woken again meanwhile goes through the queue. */
+static void run_woken(sp_worker_t *w)
+{
+    for (unsigned i = 0; i < w->nwoken; i++)
+        run_task(w, &(sp_task_t){.fiber = w->woken[i]});
+    w->nwoken = 0;
+}
+
+bool sp__sched_polling(const sp_worker_t *w)
+{
+    return w->collecting && !w->running;
+}
+
+void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f)
+{
+    run_task(w, &(sp_task_t){.fiber = f});
+}
+
+/* The extension's idle or tick: fibers its event callbacks wake on this
+ * worker are collected, then run once it returns. */
+static void poll_events(sp_worker_t *w, void (*poll)(sp_scheduler_t *, int))
+{
+    w->collecting = true;
+    poll(w->s, w->index);
+    w->collecting = false;
+}
+
+static void go_idle(sp_worker_t *w)
+{
+    sp_scheduler_t *s = w->s;
+    atomic_store(&w->idle, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!work_visible(s, w) && !sp__sched_stopped(s))
+        poll_events(w, s->ops.idle);
+    atomic_store(&w->idle, 0);
+    run_woken(w);
+}
+
+/* ---- running tasks ------------------------------------------------------ */
+
+/* A counter only its worker writes: a plain add, no locked instruction. */
+static void bump(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
+{
+    struct sp_fiber *f;
+    if (w->nspare) {
+        f = w->spare[--w->nspare];
+        f->id = sp__fiber_next_id(sp__thread());
+        sp__fiber_reset(f, task->fn, task->arg);
+    } else {
+        f = sp_fiber_create(task->fn, task->arg, 0, "task");
+        if (!f)
+            return NULL;
+        f->pooled = true;
+    }
+    f->sched = w->s;
+    f->last_worker = -1; /* not started anywhere yet */
+    return f;
+}
+
+static void retire(sp_worker_t *w, struct sp_fiber *f)
+{
+    /* A waker may still be inside sp_wake(f) (see sp__waiter_deliver): it
+     * is a few instructions from done, so wait for it before reuse. */
+    while (atomic_load(&f->pins))
+        sched_yield();
+    bump(&w->tasks_run);
+    w->owned--;
+    if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
+        w->spare[w->nspare++] = f;
+    else
+        sp_fiber_destroy(f);
+    sp__sched_release(w->s);
+}
+
+bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
+                     struct sp_fiber *f)
+{
+    if (*n == *cap) {
+        unsigned grow = *cap ? 2 * *cap : 64;
+        struct sp_fiber **grown = realloc(*v, sizeof *grown * grow);
+        if (!grown)
+            return false;
+        *v = grown;
+        *cap = grow;
+    }
+    (*v)[(*n)++] = f;
+    return true;
+}
+
+/* Owner thread, while its worker polls for events: keep a woken fiber of
+ * this worker to run right after the poll (see go_idle), as a callback
+ * server runs its handlers, instead of a trip through the locked queue.
+ * False if out of memory: queue it as usual. */
+static bool collect(sp_worker_t *w, struct sp_fiber *f)
+{
+    return sp__fibers_push(&w->woken, &w->nwoken, &w->capwoken, f);
+}
+
+/* A fiber that has run resumes on the worker it last ran on (or its bound
+ * one), and waits in that worker's non-stealable queue. Only tasks that
+ * never ran are stolen. Moving a started fiber to another thread is unsafe
+ * for ordinary C code: compilers keep thread-local addresses (errno's
+ * included, __errno_location being a const function) in registers across
+ * calls such as sp_yield(), and the fiber would then read the old thread's
+ * variables (libgo issue 256). */
+static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
+{
+    int target = f->bound >= 0 ? f->bound : f->last_worker;
+    sp_worker_t *w = &s->workers[target];
+    if (sp__thread()->worker == w) {
+        if (w->collecting && collect(w, f))
+            return;
+        /* Our own wake: the unlocked queue, unless the monitor may have
+         * other workers take this worker's started fibers. */
+        sp_task_t t = {.fiber = f, .bound = true, .seq = next_seq(w)};
+        if (!s->migrate_stuck && sp__rq_push(&w->local, &t) == 0)
+            return;
+    }
+    sp_task_t t = {.fiber = f};
+    if (enqueue(s, target, &t, true) != 0)
+        abort(); /* out of memory while holding a live fiber */
+}
+
+/* Runs after f switched back to the worker: f's context is fully saved, so
+ * it may now be handed to other threads. */
+static void after_run(sp_worker_t *w, struct sp_fiber *f)
+{
+    if (sp_fiber_state(f) == SP_FIBER_DONE) {
+        retire(w, f);
+        return;
+    }
+    int p = atomic_load(&f->park);
+    if (p == SP_PARK_PARKING || p == SP_PARK_WOKEN) {
+        int expect = SP_PARK_PARKING;
+        if (atomic_compare_exchange_strong(&f->park, &expect, SP_PARK_PARKED))
+            return; /* a later sp_wake() queues it */
+        atomic_store(&f->park, SP_PARK_RUNNING); /* woken while switching out */
+    }
+    requeue(w->s, f); /* sp_yield(), or a plain sp_fiber_yield() */
+}
+
+void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f)
+{
+    requeue(s, f);
+}
+
+static void publish_start(sp_worker_t *w, const struct sp_fiber *f);
+
+static void run_task(sp_worker_t *w, const sp_task_t *task)
+{
+    struct sp_fiber *f = task->fiber;
+    if (!f) {
+        f = task_fiber(w, task);
+        if (!f) {
+            /* Out of memory for a stack: keep the task and retry after a
+             * pause instead of dropping it or spinning. */
+            if (push(w, task, task->bound) != 0)
+                abort();
+            struct timespec pause = {0, 1000000};
+            nanosleep(&pause, NULL);
+            return;
+        }
+        f->bound = task->bound ? w->index : SP_ANY_WORKER;
+    }
+    if (f->last_worker != w->index) { /* first run here: it lives here now */
+        if (f->last_worker >= 0) /* moved from a stuck worker */
+            atomic_fetch_add(&w->s->workers[f->last_worker].migrated_out, 1);
+        w->owned++;
+        f->last_worker = w->index;
+    }
+    bump(&w->switches);
+    if (w->s->monitored)
+        publish_start(w, f);
+    w->running = true;
+    sp__fiber_resume_cold(f);
+    /* Whoever switched back: f, or a fiber f handed the thread to. */
+    f = sp__thread()->prev;
+    w->running = false;
+    if (w->s->monitored) /* even: between tasks */
+        atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
+                              memory_order_relaxed) + 1, memory_order_relaxed);
+    after_run(w, f);
+}
+
+/* Tell the monitor which fiber runs (owner-only relaxed stores). The name
+ * is copied because the monitor must not touch a fiber that may finish
+ * and be freed meanwhile; function tasks are all called "task". The seq
+ * is bumped last (release) so a sampler that sees it also sees the rest. */
+static void publish_start(sp_worker_t *w, const struct sp_fiber *f)
+{
+    /* Orders these stores after the previous task's end (seqlock). */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->run_fid, f->id, memory_order_relaxed);
+    if (f->pooled) {
+        atomic_store_explicit(&w->run_name[0], 0, memory_order_relaxed);
+    } else {
+        uint64_t words[4];
+        memcpy(words, f->name, sizeof words);
+        for (int i = 0; i < 4; i++)
+            atomic_store_explicit(&w->run_name[i], words[i],
+                                  memory_order_relaxed);
+    }
+    atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
+                          memory_order_relaxed) + 1, memory_order_release);
+}
+
+/* An extra worker asked to retire leaves once it has nothing queued, no
+ * started fiber lives here (a parked one will come back to this worker)
+ * and the extension does not need it (an IOManager: armed timers and
+ * watches). `gone` is set under the lock, so no push lands here
+ * afterwards. */
+static bool try_leave(sp_worker_t *w)
+{
+    sp_scheduler_t *s = w->s;
+    if (w->owned - atomic_load(&w->migrated_out) > 0)
+        return false;
+    if (s->ops.may_leave && !s->ops.may_leave(s, w->index))
+        return false;
+    pthread_mutex_lock(&w->lock);
+    bool empty = !w->shared.count && !w->bound.count && !w->local.count;
+    if (empty)
+        w->gone = true;
+    pthread_mutex_unlock(&w->lock);
+    return empty;
+}
+
+static bool next_task(sp_worker_t *w, sp_task_t *task)
+{
+    sp_scheduler_t *s = w->s;
+    bool leaving = atomic_load_explicit(&w->retiring, memory_order_relaxed);
+    if (s->monitored && !leaving &&
+        atomic_load_explicit(&s->nstuck, memory_order_relaxed) &&
+        sp__sched_rescue(w, task))
+        return true;
+    return take_local(w, task) || (!leaving && sp__sched_steal(w, task));
+}
+
+static void worker_loop(sp_worker_t *w)
+{
+    sp_thread_t *t = sp__thread();
+    t->worker = w;
+    for (;;) {
+        sp_task_t task;
+        if (next_task(w, &task)) {
+            run_task(w, &task);
+            if (w->s->ops.tick && ++w->since_tick >= w->tick_every) {
+                /* Poll again only once everything the last poll woke has
+                 * run: those fibers have waited again by then, so their
+                 * fds' readiness is news, not a repeat. */
+                w->since_tick = 0;
+                poll_events(w, w->s->ops.tick);
+                run_woken(w);
+                size_t queued = atomic_load(&w->n_shared) +
+                                atomic_load(&w->n_bound) + w->local.count;
+                w->tick_every = queued > SP_TICK_TASKS ? (unsigned)queued : SP_TICK_TASKS;
+            }
+            continue;
+        }
+        if (sp__sched_stopped(w->s))
+            break;
+        if (atomic_load(&w->retiring) && try_leave(w))
+            break;
+        go_idle(w);
+    }
+    while (w->nspare)
+        sp_fiber_destroy(w->spare[--w->nspare]);
+    free(w->woken);
+    w->woken = NULL;
+    w->capwoken = 0;
+    if (w->s->ops.exit)
+        w->s->ops.exit(w->s, w->index);
+    t->worker = NULL;
+}
+
+void *sp__sched_thread_main(void *arg)
+{
+    sp_worker_t *w = arg;
+    worker_loop(w);
+    if (w->index >= w->s->nworkers) /* an extra: the monitor joins it */
+        atomic_store_explicit(&w->exited, 1, memory_order_release);
+    return NULL;
+}
+
+/* use_caller: worker 0's loop runs in a fiber that stop() resumes, so the
+ * caller's own stack stays where stop() was called. */
+void sp__sched_caller_loop(void *arg)
+{
+    worker_loop(arg);
+}
+
+/* The task fiber running on this thread, or NULL. */
+static struct sp_fiber *current_task(void)
+{
+    sp_thread_t *t = sp__thread();
+    struct sp_fiber *f = t->current;
+    return f != &t->root && f->sched && t->worker ? f : NULL;
+}
+
+/* ---- direct hand-off -----------------------------------------------------
+ * A fiber that parks or yields while the next task in line is one this
+ * worker woke itself (its unlocked queue, nothing older in the locked
+ * ones) switches straight to it rather than through the worker loop: one
+ * switch instead of two, and when both fibers parked through the same calls
+ * (a channel ping-pong) the return predictor is right on the way back up.
+ * The loop's share of the switch-out (after_run) then runs on the next
+ * fiber's stack, once the switch is complete. Not while the monitor
+ * watches (it tracks one task per run_task) or the worker collects a poll's
+ * wake-ups, and every SP_TICK_TASKS tasks the loop gets its turn to poll. */
+
+static void finish_handoff(struct sp_fiber *prev)
+{
+    after_run(sp__thread()->worker, prev);
+}
+
+static struct sp_fiber *handoff_target(sp_worker_t *w)
+{
+    sp_scheduler_t *s = w->s;
+    if (!w->local.count || s->monitored || w->collecting ||
+        atomic_load_explicit(&w->n_shared, memory_order_relaxed) ||
+        atomic_load_explicit(&w->n_bound, memory_order_relaxed))
+        return NULL;
+    if (s->ops.tick && w->since_tick + 1 >= w->tick_every)
+        return NULL;
+    sp_task_t t;
+    if (!sp__rq_pop(&w->local, &t))
+        return NULL;
+    w->since_tick++;
+    return t.fiber;
+}
+
+/* The current task fiber f gives up the thread: to the next local fiber,
+ * or back to the worker loop. */
+static int switch_out(struct sp_fiber *f)
+{
+    sp_thread_t *t = sp__thread();
+    sp_worker_t *w = t->worker;
+    struct sp_fiber *next = handoff_target(w);
+    if (!next)
+        return sp_fiber_yield();
+    bump(&w->switches);
+    next->caller = f->caller;
+    atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
+    atomic_store_explicit(&f->state, SP_FIBER_SUSPENDED, memory_order_release);
+    t->after_switch = finish_handoff;
+    sp__fiber_switch(t, f, next, 0);
+    return 0;
+}
+
+int sp_yield(void)
+{
+    struct sp_fiber *f = current_task();
+    if (!f)
+        return -EPERM;
+    return switch_out(f);
+}
+
+int sp_park(void)
+{
+    struct sp_fiber *f = current_task();
+    if (!f)
+        return -EPERM;
+    int expect = SP_PARK_RUNNING;
+    if (!atomic_compare_exchange_strong(&f->park, &expect, SP_PARK_PARKING)) {
+        atomic_store(&f->park, SP_PARK_RUNNING); /* consume the early wake */
+        return 0;
+    }
+    return switch_out(f);
+}
+
+int sp_wake(sp_fiber_t *f)
+{
+    if (!f || !f->sched)
+        return -EINVAL;
+    if (sp__sched_wake_claim(f))
+        requeue(f->sched, f);
+    return 0;
+}
