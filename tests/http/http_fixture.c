@@ -597,7 +597,7 @@ void run_fibers(void (*fn)(void *), int n)
 
 /* One test case: its fixtures (NULL: none) and tests. */
 void add_case(Suite *s, const char *name, fixture_fn setup, fixture_fn teardown,
-                     const TTest *const *tests, size_t n)
+              const TTest *const *tests, size_t n)
 {
     TCase *tc = tcase_create(name);
     tcase_set_timeout(tc, 60);
