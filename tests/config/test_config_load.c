@@ -443,21 +443,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("config_load");
-    TCase *tc = tcase_create("config_load");
-    tcase_add_test(tc, every_type_from_yaml);
-    tcase_add_test(tc, duration_syntax);
-    tcase_add_test(tc, size_syntax);
-    tcase_add_test(tc, null_means_not_set);
-    tcase_add_test(tc, errors_name_file_line_column);
-    tcase_add_test(tc, malformed_yaml);
-    tcase_add_test(tc, missing_file);
-    tcase_add_test(tc, precedence_file_env_cli);
-    tcase_add_test(tc, env_and_cli_errors);
-    tcase_add_test(tc, argv_settings);
-    tcase_add_test(tc, open_prefix_and_map_variables);
-    tcase_add_test(tc, directory_of_yml_files);
-    tcase_add_test(tc, alias_bomb_is_refused);
-    tcase_add_test(tc, alias_bomb_in_directory_names_its_file);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "config_load", 0, NULL, NULL, every_type_from_yaml, duration_syntax,
+                 size_syntax, null_means_not_set, errors_name_file_line_column,
+                 malformed_yaml, missing_file, precedence_file_env_cli, env_and_cli_errors,
+                 argv_settings, open_prefix_and_map_variables, directory_of_yml_files,
+                 alias_bomb_is_refused, alias_bomb_in_directory_names_its_file);
     return sp_test_run(s);
 }

@@ -383,16 +383,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("config_reload");
-    TCase *tc = tcase_create("config_reload");
-    tcase_add_test(tc, listeners_on_reload);
-    tcase_add_test(tc, custom_check);
-    tcase_add_test(tc, sections_check_apply_discard);
-    tcase_add_test(tc, section_error_discards_other_sections);
-    tcase_add_test(tc, section_sees_whole_node);
-    tcase_add_test(tc, declaration_table);
-    tcase_add_test(tc, declaration_errors);
-    tcase_add_test(tc, print_config);
-    tcase_add_test(tc, reads_during_reloads);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "config_reload", 0, NULL, NULL, listeners_on_reload, custom_check,
+                 sections_check_apply_discard, section_error_discards_other_sections,
+                 section_sees_whole_node, declaration_table, declaration_errors,
+                 print_config, reads_during_reloads);
     return sp_test_run(s);
 }

@@ -146,15 +146,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("daemon_cli");
-    TCase *tc = tcase_create("spindled");
+    TCase *tc = SP_TEST_CASE(s, "spindled", 60, setup, teardown,
+                             print_config_shows_sources_and_precedence,
+                             bad_config_names_file_line_column,
+                             detached_daemon_holds_pid_file, pid_file_link_refused,
+                             pid_file_directory_writable_by_others_refused);
     tcase_add_unchecked_fixture(tc, make_base, remove_base);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, print_config_shows_sources_and_precedence);
-    tcase_add_test(tc, bad_config_names_file_line_column);
-    tcase_add_test(tc, detached_daemon_holds_pid_file);
-    tcase_add_test(tc, pid_file_link_refused);
-    tcase_add_test(tc, pid_file_directory_writable_by_others_refused);
-    suite_add_tcase(s, tc);
     return sp_test_run(s);
 }

@@ -417,23 +417,19 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("daemon_supervise");
-    TCase *tc = tcase_create("spindled");
+    TCase *tc = SP_TEST_CASE(s, "spindled", 60, setup, teardown, serves_http_and_echo,
+                             second_instance_refused_by_pid_lock,
+                             worker_killed_is_restarted,
+                             sigterm_finishes_inflight_requests,
+                             sighup_changes_keepalive_timeout,
+                             echo_idle_timeout_from_config_and_reload,
+                             status_counts_lost_log_lines,
+                             bad_reload_keeps_old_configuration,
+                             shipped_config_second_instance_refused,
+                             detached_start_on_busy_port_exits_1,
+                             reuse_port_shares_a_port_when_asked,
+                             supervisor_killed_takes_worker_down,
+                             crash_loop_stops_restarts);
     tcase_add_unchecked_fixture(tc, make_base, remove_base);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, serves_http_and_echo);
-    tcase_add_test(tc, second_instance_refused_by_pid_lock);
-    tcase_add_test(tc, worker_killed_is_restarted);
-    tcase_add_test(tc, sigterm_finishes_inflight_requests);
-    tcase_add_test(tc, sighup_changes_keepalive_timeout);
-    tcase_add_test(tc, echo_idle_timeout_from_config_and_reload);
-    tcase_add_test(tc, status_counts_lost_log_lines);
-    tcase_add_test(tc, bad_reload_keeps_old_configuration);
-    tcase_add_test(tc, shipped_config_second_instance_refused);
-    tcase_add_test(tc, detached_start_on_busy_port_exits_1);
-    tcase_add_test(tc, reuse_port_shares_a_port_when_asked);
-    tcase_add_test(tc, supervisor_killed_takes_worker_down);
-    tcase_add_test(tc, crash_loop_stops_restarts);
-    suite_add_tcase(s, tc);
     return sp_test_run(s);
 }

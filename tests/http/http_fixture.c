@@ -595,19 +595,6 @@ void run_fibers(void (*fn)(void *), int n)
     sp_iomanager_destroy(cio);
 }
 
-/* One test case: its fixtures (NULL: none) and tests. */
-void add_case(Suite *s, const char *name, fixture_fn setup, fixture_fn teardown,
-              const TTest *const *tests, size_t n)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, 60);
-    if (setup)
-        tcase_add_checked_fixture(tc, setup, teardown);
-    for (size_t i = 0; i < n; i++)
-        tcase_add_test(tc, tests[i]);
-    suite_add_tcase(s, tc);
-}
-
 Suite *http_suite(const char *name)
 {
     signal(SIGPIPE, SIG_IGN);

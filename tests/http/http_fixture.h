@@ -115,16 +115,8 @@ void run_fibers(void (*fn)(void *), int n);
 /* The test program's suite, SIGPIPE ignored (peers close on the tests). */
 Suite *http_suite(const char *name);
 
-typedef void (*fixture_fn)(void);
-
-/* One test case: its fixtures (NULL: none) and tests. */
-void add_case(Suite *s, const char *name, fixture_fn setup, fixture_fn teardown,
-              const TTest *const *tests, size_t n);
-
-#define ADD_CASE(s, name, setup, teardown, ...)                                    \
-    do {                                                                           \
-        const TTest *const tests_[] = {__VA_ARGS__};                               \
-        add_case(s, name, setup, teardown, tests_, sizeof tests_ / sizeof *tests_); \
-    } while (0)
+/* One test case (60 s per test): its fixtures (setup NULL: none) and tests. */
+#define ADD_CASE(s, name, setup, teardown, ...) \
+    SP_TEST_CASE(s, name, 60, setup, teardown, __VA_ARGS__)
 
 #endif

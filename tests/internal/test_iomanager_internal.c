@@ -251,15 +251,12 @@ START_TEST(close_during_inbox_drain_is_not_slept_on)
     sp_iomanager_destroy(taking);
 }
 END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("iomanager_internal");
-    TCase *tc = tcase_create("inbox");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, closes_on_busy_owner_run_ready_fibers);
-    tcase_add_test(tc, close_on_busy_owner_runs_callback_it_finds);
-    tcase_add_test(tc, close_during_inbox_drain_is_not_slept_on);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "inbox", 120, setup, teardown, closes_on_busy_owner_run_ready_fibers,
+                 close_on_busy_owner_runs_callback_it_finds,
+                 close_during_inbox_drain_is_not_slept_on);
     return sp_test_run(s);
 }

@@ -533,18 +533,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("sync_chan");
-    TCase *tc = tcase_create("sync_chan");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, chan_fifo_per_sender);
-    tcase_add_test(tc, chan_unbounded_never_blocks);
-    tcase_add_test(tc, chan_close_semantics);
-    tcase_add_test(tc, chan_recv_timeout);
-    tcase_add_test(tc, select_fair_between_ready_channels);
-    tcase_add_test(tc, select_blocks_then_one_case);
-    tcase_add_test(tc, select_stress_exactly_once);
-    tcase_add_test(tc, select_send_timeout_and_closed);
-    tcase_add_test(tc, timed_waits_never_early);
-    tcase_add_test(tc, handoff_leaves_room_for_timers_and_fds);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "sync_chan", 120, NULL, NULL, chan_fifo_per_sender,
+                 chan_unbounded_never_blocks, chan_close_semantics, chan_recv_timeout,
+                 select_fair_between_ready_channels, select_blocks_then_one_case,
+                 select_stress_exactly_once, select_send_timeout_and_closed,
+                 timed_waits_never_early, handoff_leaves_room_for_timers_and_fds);
     return sp_test_run(s);
 }

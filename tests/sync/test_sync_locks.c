@@ -703,23 +703,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("sync_locks");
-    TCase *tc = tcase_create("sync_locks");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, mutex_exclusion_10k_fibers);
-    tcase_add_test(tc, mutex_fibers_and_threads);
-    tcase_add_test(tc, mutex_ownership_errors);
-    tcase_add_test(tc, mutex_timedlock);
-    tcase_add_test(tc, timed_wait_needs_iomanager);
-    tcase_add_test(tc, mutex_no_starvation);
-    tcase_add_test(tc, rwlock_readers_overlap);
-    tcase_add_test(tc, rwlock_writers_exclusive);
-    tcase_add_test(tc, rwlock_writer_preference_and_timeout);
-    tcase_add_test(tc, cond_producer_consumers);
-    tcase_add_test(tc, cond_timeout_and_signal);
-    tcase_add_test(tc, cond_thread_waiter);
-    tcase_add_test(tc, semaphore_limits_concurrency);
-    tcase_add_test(tc, semaphore_fifo_and_errors);
-    tcase_add_test(tc, wait_group);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "sync_locks", 120, NULL, NULL, mutex_exclusion_10k_fibers,
+                 mutex_fibers_and_threads, mutex_ownership_errors, mutex_timedlock,
+                 timed_wait_needs_iomanager, mutex_no_starvation, rwlock_readers_overlap,
+                 rwlock_writers_exclusive, rwlock_writer_preference_and_timeout,
+                 cond_producer_consumers, cond_timeout_and_signal, cond_thread_waiter,
+                 semaphore_limits_concurrency, semaphore_fifo_and_errors, wait_group);
     return sp_test_run(s);
 }

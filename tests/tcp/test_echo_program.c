@@ -310,15 +310,9 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("echo_program");
-    TCase *tc = tcase_create("server");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, echo_program_rejects_bad_numbers);
-    tcase_add_test(tc, echo_program_with_nc);
-    tcase_add_test(tc, echo_program_single_threaded);
-    tcase_add_test(tc, load_tool_against_echo_program);
-    tcase_add_test(tc, echo_program_survives_emfile);
-    tcase_add_test(tc, echo_program_idle_timeout);
-    tcase_add_test(tc, echo_program_write_stall_timeout);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "server", 120, NULL, NULL, echo_program_rejects_bad_numbers,
+                 echo_program_with_nc, echo_program_single_threaded,
+                 load_tool_against_echo_program, echo_program_survives_emfile,
+                 echo_program_idle_timeout, echo_program_write_stall_timeout);
     return sp_test_run(s);
 }

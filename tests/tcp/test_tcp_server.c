@@ -481,19 +481,12 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("tcp_server");
-    TCase *tc = tcase_create("server");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, addresses_parse_and_print);
-    tcase_add_test(tc, echo_ipv4_ipv6_unix);
-    tcase_add_test(tc, nodelay_option_reaches_connections);
-    tcase_add_test(tc, thousand_concurrent_clients);
-    tcase_add_test(tc, sixteen_mib_roundtrip_and_half_close);
-    tcase_add_test(tc, client_reset_mid_message);
-    tcase_add_test(tc, connection_limit_refuses);
-    tcase_add_test(tc, default_limit_from_open_file_limit);
-    tcase_add_test(tc, http_default_limit_from_open_file_limit);
-    tcase_add_test(tc, graceful_stop_with_open_connections);
-    tcase_add_test(tc, drain_refuses_new_connections);
-    suite_add_tcase(s, tc);
+    SP_TEST_CASE(s, "server", 120, NULL, NULL, addresses_parse_and_print,
+                 echo_ipv4_ipv6_unix, nodelay_option_reaches_connections,
+                 thousand_concurrent_clients, sixteen_mib_roundtrip_and_half_close,
+                 client_reset_mid_message, connection_limit_refuses,
+                 default_limit_from_open_file_limit,
+                 http_default_limit_from_open_file_limit,
+                 graceful_stop_with_open_connections, drain_refuses_new_connections);
     return sp_test_run(s);
 }
