@@ -1,4 +1,6 @@
-/* IOManager: fd waits, cancel/delete, callback events, close, stop. */
+/* IOManager: fd waits, cancel/delete, callback events, close, stop. The
+ * white-box cases (closes handed to a busy worker's inbox) are in
+ * internal/test_iomanager_internal.c. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
