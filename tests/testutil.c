@@ -4,6 +4,20 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+TCase *sp_test_case(Suite *s, const char *name, double timeout, sp_test_fixture_fn setup,
+                    sp_test_fixture_fn teardown, const TTest *const *tests, size_t n)
+{
+    TCase *tc = tcase_create(name);
+    if (timeout > 0)
+        tcase_set_timeout(tc, timeout);
+    if (setup)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 int sp_test_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);

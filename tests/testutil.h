@@ -4,6 +4,18 @@
 
 #include <check.h>
 
+typedef void (*sp_test_fixture_fn)(void);
+
+/* A test case of s: its time bound in seconds (0: Check's default,
+ * CK_DEFAULT_TIMEOUT), its checked fixture (setup NULL: none) and its
+ * tests; returns it (for more fixtures). SP_TEST_CASE takes the tests as
+ * arguments. */
+TCase *sp_test_case(Suite *s, const char *name, double timeout, sp_test_fixture_fn setup,
+                    sp_test_fixture_fn teardown, const TTest *const *tests, size_t n);
+#define SP_TEST_CASE(s, name, timeout, setup, teardown, ...)                              \
+    sp_test_case(s, name, timeout, setup, teardown, (const TTest *const[]){__VA_ARGS__}, \
+                 sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
+
 /* Run every test of the suite (each in its own process, Check's default);
  * the exit status for main(). */
 int sp_test_run(Suite *s);
