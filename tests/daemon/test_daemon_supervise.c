@@ -405,7 +405,7 @@ START_TEST(crash_loop_stops_restarts)
     static char err[32768];
     read_err(&p, err, sizeof err);
     char want[128];
-    snprintf(want, sizeof want, "%d workers in a row failed within 1000 ms",
+    snprintf(want, sizeof want, "%d workers in a row failed at start (within 1000 ms",
              SP_DAEMON_CRASH_LOOP);
     ck_assert_msg(strstr(err, want), "no '%s' in: %s", want, err);
     ck_assert_msg(strstr(err, "giving up (last: exited with status 1)"), "got: %s", err);

@@ -22,8 +22,9 @@
  * of every death goes to the "spindle.daemon" logger. A worker that exits
  * 0 on its own ends the supervisor (exit 0). The supervisor gives up,
  * exiting with the last worker's status (128 + signal when killed), when
- * SP_DAEMON_CRASH_LOOP workers in a row fail within
- * SP_DAEMON_CRASH_WINDOW_US of their start, and with notify_ready when the
+ * SP_DAEMON_CRASH_LOOP workers in a row fail at start (within
+ * SP_DAEMON_CRASH_WINDOW_US, or with notify_ready before they called
+ * sp_daemon_ready(), however long that took), and with notify_ready when the
  * first worker exits non-zero before it called sp_daemon_ready() (it could
  * not start: an address in use, say; retrying would not help).
  *

@@ -34,6 +34,7 @@ typedef struct supervisor {
     bool stopping;
     bool notify_ready;
     bool served;       /* a worker called sp_daemon_ready() */
+    bool live_served;  /* the live worker did */
     int ready_rd;      /* read end of the live worker's ready pipe, or -1 */
     int fast_fails;    /* workers in a row that failed within the crash window */
     int sig_fd;        /* signalfd of supervisor_signals() */
@@ -288,7 +289,7 @@ static void take_ready(supervisor_t *s)
     s->ready_rd = -1;
     if (!ready)
         return;
-    s->served = true;
+    s->served = s->live_served = true;
     finish_detach(s->verdict_fd, true);
     s->verdict_fd = -1;
 }
@@ -355,7 +356,10 @@ static int exit_code(int status)
  * came from outside (or is a crash, which the crash loop bounds). */
 static bool give_up(supervisor_t *s, int status, int64_t uptime)
 {
-    s->fast_fails = uptime < SP_DAEMON_CRASH_WINDOW_US ? s->fast_fails + 1 : 0;
+    /* A failure at start: within the window, or (with notify_ready) before
+     * serving at all, however long that took (a loaded machine). */
+    bool at_start = uptime < SP_DAEMON_CRASH_WINDOW_US || (s->notify_ready && !s->live_served);
+    s->fast_fails = at_start ? s->fast_fails + 1 : 0;
     char why[96];
     describe(status, why, sizeof why);
     if (s->notify_ready && !s->served && WIFEXITED(status)) {
@@ -365,8 +369,8 @@ static bool give_up(supervisor_t *s, int status, int64_t uptime)
     }
     if (s->fast_fails < SP_DAEMON_CRASH_LOOP)
         return false;
-    SP_LOG_ERROR(s->log, "%s: %d workers in a row failed within %d ms of their start; "
-                 "giving up (last: %s)", s->name, s->fast_fails,
+    SP_LOG_ERROR(s->log, "%s: %d workers in a row failed at start (within %d ms, or "
+                 "before serving); giving up (last: %s)", s->name, s->fast_fails,
                  SP_DAEMON_CRASH_WINDOW_US / 1000, why);
     return true;
 }
@@ -376,6 +380,7 @@ static int supervise(supervisor_t *s)
     int64_t backoff = s->backoff_min;
     for (;;) {
         int64_t started = now_us();
+        s->live_served = false;
         if ((s->child = spawn(s)) < 0)
             return 1;
         int status = wait_worker(s);
