@@ -41,12 +41,12 @@ enum { ASM, UC, RAW, NPARTNERS };
 static _Alignas(64) char partner_stack[NPARTNERS][PARTNER_STACK];
 
 /* Our assembly backend, called directly. */
-static sp_asm_ctx_t asm_main, asm_partner;
+static sp__asm_ctx_t asm_main, asm_partner;
 SWITCH_PAIR(asm, sp__asm_ctx_swap(&asm_main.sp, asm_partner.sp),
             sp__asm_ctx_swap(&asm_partner.sp, asm_main.sp))
 
 /* Our ucontext backend. */
-static sp_uc_ctx_t uc_main, uc_partner;
+static sp__uc_ctx_t uc_main, uc_partner;
 SWITCH_PAIR(uc, sp__uc_ctx_swap(&uc_main, &uc_partner),
             sp__uc_ctx_swap(&uc_partner, &uc_main))
 

@@ -7,9 +7,9 @@
 
 #include "hook_internal.h"
 
-_Atomic(const sp_hook_bridge_t *) sp__hook_table;
+_Atomic(const sp__hook_bridge_t *) sp__hook_table;
 
-void sp_hook_attach(const sp_hook_bridge_t *b)
+void sp_hook_attach(const sp__hook_bridge_t *b)
 {
     atomic_store_explicit(&sp__hook_table, b, memory_order_release);
 }
@@ -19,21 +19,21 @@ bool sp_hook_attached(void)
     return atomic_load(&sp__hook_table) != NULL;
 }
 
-const sp_hook_bridge_t *sp__hook_active(void)
+const sp__hook_bridge_t *sp__hook_active(void)
 {
-    const sp_hook_bridge_t *b = sp__bridge();
+    const sp__hook_bridge_t *b = sp__bridge();
     return b && b->enabled() ? b : NULL;
 }
 
 /* A blocking socket from outside used in a fiber: the user still sees it
  * blocking. */
-bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd)
+bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd)
 {
     bool ok = true;
     sp__spin_lock(&c->lock);
     unsigned fl = atomic_load(&c->flags);
     if (!(fl & SP_FD_SYS_NB)) {
-        const sp_real_t *r = sp__real();
+        const sp__real_t *r = sp__real();
         int kfl = r->fcntl(fd, F_GETFL);
         ok = kfl >= 0 && r->fcntl(fd, F_SETFL, kfl | O_NONBLOCK) == 0;
         if (ok)
@@ -43,9 +43,9 @@ bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd)
     return ok;
 }
 
-void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb)
+void sp__hook_adopt(const sp__hook_bridge_t *b, int fd, bool stream, bool user_nb)
 {
-    sp_fd_ctx_t *c = b->fd_ctx(fd);
+    sp__fd_ctx_t *c = b->fd_ctx(fd);
     if (!c)
         return;
     sp__spin_lock(&c->lock);
@@ -61,7 +61,7 @@ uint64_t sp__hook_deadline(int64_t timeout_us)
     return timeout_us < 0 ? 0 : sp__now_ns() + (uint64_t)timeout_us * 1000;
 }
 
-int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc)
+int sp__hook_wait_failed(const sp__hook_bridge_t *b, int rc)
 {
     switch (rc) {
     case -ETIMEDOUT:

@@ -14,19 +14,19 @@
 
 /* The framework's table, or NULL (preloaded into a program that has not
  * created an IOManager: nothing can park then). */
-extern _Atomic(const sp_hook_bridge_t *) sp__hook_table;
+extern _Atomic(const sp__hook_bridge_t *) sp__hook_table;
 
-static inline const sp_hook_bridge_t *sp__bridge(void)
+static inline const sp__hook_bridge_t *sp__bridge(void)
 {
     return atomic_load_explicit(&sp__hook_table, memory_order_acquire);
 }
 
 /* The bridge when the calling fiber may park, else NULL. */
-const sp_hook_bridge_t *sp__hook_active(void);
+const sp__hook_bridge_t *sp__hook_active(void);
 
 /* Set O_NONBLOCK underneath a socket the user believes blocking; false if
  * the kernel refused. */
-bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd);
+bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd);
 
 /* When the calling fiber may park and fd is a socket the hooks manage (fd
  * created or first used in a fiber, not made non-blocking by the user):
@@ -34,12 +34,12 @@ bool sp__hook_make_nonblocking(sp_fd_ctx_t *c, int fd);
  * if flags is not NULL, the fd's flags as looked up (SP_FD_*). NULL means:
  * call libc as it is. Inline: every hooked call starts here, and what it
  * does for a managed socket is one call and a flag test. */
-static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp,
+static inline sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **bp,
                                             unsigned *flags)
 {
-    const sp_hook_bridge_t *b = sp__bridge();
+    const sp__hook_bridge_t *b = sp__bridge();
     unsigned fl = 0;
-    sp_fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
+    sp__fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
     if (!c || (fl & (SP_FD_SOCKET | SP_FD_USER_NB)) != SP_FD_SOCKET)
         return NULL;
     if (!(fl & SP_FD_SYS_NB) && !sp__hook_make_nonblocking(c, fd))
@@ -52,10 +52,10 @@ static inline sp_fd_ctx_t *sp__hook_managed(int fd, const sp_hook_bridge_t **bp,
 
 /* Record a new socket fd created in a fiber as non-blocking underneath;
  * user_nb is what the user asked for. */
-void sp__hook_adopt(const sp_hook_bridge_t *b, int fd, bool stream, bool user_nb);
+void sp__hook_adopt(const sp__hook_bridge_t *b, int fd, bool stream, bool user_nb);
 
 /* sp__hook_wait's answer to a wait that did not end ready (rc < 0). */
-int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc);
+int sp__hook_wait_failed(const sp__hook_bridge_t *b, int rc);
 
 /* Park until fd is ready for `event` or the absolute deadline (ns, 0 =
  * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as
@@ -63,7 +63,7 @@ int sp__hook_wait_failed(const sp_hook_bridge_t *b, int rc);
  * fd was closed meanwhile, EINTR when the wait was cancelled. Inline: a
  * parked fiber's frames are cold when it resumes, one frame fewer is a
  * cache line fewer to fetch. */
-static inline int sp__hook_wait(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx,
+static inline int sp__hook_wait(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx,
                                 int fd, int event, uint64_t deadline_ns)
 {
     int64_t timeout_us = -1;

@@ -21,7 +21,7 @@ static size_t read_size(const io_call_t *c)
  * readiness first instead of paying for a read that would say EAGAIN: in a
  * request/response loop that is one syscall fewer per message. The watch is
  * level-triggered, so data that came meanwhile wakes the wait at once. */
-static bool wait_first(sp_fd_ctx_t *ctx)
+static bool wait_first(sp__fd_ctx_t *ctx)
 {
     if (!atomic_load_explicit(&ctx->drained, memory_order_relaxed))
         return false;
@@ -29,7 +29,7 @@ static bool wait_first(sp_fd_ctx_t *ctx)
     return true;
 }
 
-static void note_read(sp_fd_ctx_t *ctx, unsigned fl, const io_call_t *c, ssize_t n)
+static void note_read(sp__fd_ctx_t *ctx, unsigned fl, const io_call_t *c, ssize_t n)
 {
     if (n > 0 && (fl & SP_FD_STREAM) && !(c->flags & MSG_PEEK) &&
         (size_t)n < read_size(c))
@@ -55,7 +55,7 @@ static void as_socket_call(io_call_t *c, unsigned fl)
 /* The read family on a managed socket whose flags the call's lookup read
  * (fl): after the kernel call the fd's entry is likely cold again, so it
  * is not read a second time. */
-static ssize_t hooked_read(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, unsigned fl,
+static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
                            io_call_t *c)
 {
     uint64_t deadline = 0;
@@ -83,9 +83,9 @@ static ssize_t hooked_read(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, unsigned
 
 static ssize_t hooked(io_call_t *c)
 {
-    const sp_hook_bridge_t *b = NULL;
+    const sp__hook_bridge_t *b = NULL;
     unsigned fl = 0;
-    sp_fd_ctx_t *ctx =
+    sp__fd_ctx_t *ctx =
         c->flags & MSG_DONTWAIT ? NULL : sp__hook_managed(c->fd, &b, &fl);
     if (!ctx)
         return call_libc(c);

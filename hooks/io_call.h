@@ -43,7 +43,7 @@ typedef struct io_call {
 
 static inline ssize_t call_libc(const io_call_t *c)
 {
-    const sp_real_t *r = sp__real();
+    const sp__real_t *r = sp__real();
     switch (c->op) {
     case OP_READ: return r->read(c->fd, c->buf, c->len);
     case OP_READV: return r->readv(c->fd, c->iov, c->iovcnt);
@@ -71,7 +71,7 @@ static inline size_t iov_total(const struct iovec *iov, int n)
 
 /* Deadline for a call that has to wait, read once per call: only a call
  * that waits pays for the clock. */
-static inline uint64_t call_deadline(const sp_fd_ctx_t *ctx, bool reading)
+static inline uint64_t call_deadline(const sp__fd_ctx_t *ctx, bool reading)
 {
     return sp__hook_deadline(atomic_load(reading ? &ctx->rcv_timeout_us
                                                  : &ctx->snd_timeout_us));
@@ -81,6 +81,6 @@ static inline uint64_t call_deadline(const sp_fd_ctx_t *ctx, bool reading)
  * that it is not folded into the read path: a fiber parked in a read then
  * holds a small frame, and each line of a parked stack is a cache miss
  * when the fiber is resumed. */
-ssize_t sp__hook_write(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, io_call_t *c);
+ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c);
 
 #endif

@@ -68,7 +68,7 @@ static size_t write_size(const io_call_t *c)
     }
 }
 
-ssize_t sp__hook_write(const sp_hook_bridge_t *b, sp_fd_ctx_t *ctx, io_call_t *c)
+ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c)
 {
     size_t want = write_size(c), sent = 0;
     write_rest_t *rest = NULL;

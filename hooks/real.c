@@ -5,7 +5,7 @@
 
 #include "real.h"
 
-static sp_real_t real;
+static sp__real_t real;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void *must(const char *name)
@@ -53,7 +53,7 @@ static void resolve(void)
     LOAD(getaddrinfo);
 }
 
-const sp_real_t *sp__real(void)
+const sp__real_t *sp__real(void)
 {
     pthread_once(&once, resolve);
     return &real;

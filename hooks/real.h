@@ -13,7 +13,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
-typedef struct sp_real {
+typedef struct sp__real {
     unsigned (*sleep)(unsigned);
     int (*usleep)(useconds_t);
     int (*nanosleep)(const struct timespec *, struct timespec *);
@@ -45,9 +45,9 @@ typedef struct sp_real {
     int (*dup3)(int, int, int);
     int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
                        struct addrinfo **);
-} sp_real_t;
+} sp__real_t;
 
 /* The table, resolved on first use. */
-const sp_real_t *sp__real(void);
+const sp__real_t *sp__real(void);
 
 #endif

@@ -13,7 +13,7 @@
 
 int socket(int domain, int type, int protocol)
 {
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->socket(domain, type, protocol);
     int fd = sp__real()->socket(domain, type | SOCK_NONBLOCK, protocol);
@@ -33,9 +33,9 @@ static int64_t min_timeout(int64_t a, int64_t b)
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-    const sp_real_t *r = sp__real();
-    const sp_hook_bridge_t *b = NULL;
-    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
+    const sp__real_t *r = sp__real();
+    const sp__hook_bridge_t *b = NULL;
+    sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
     if (!ctx)
         return r->connect(fd, addr, len);
     uint64_t deadline = sp__hook_deadline(min_timeout(
@@ -71,9 +71,9 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-    const sp_real_t *r = sp__real();
-    const sp_hook_bridge_t *b = NULL;
-    sp_fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
+    const sp__real_t *r = sp__real();
+    const sp__hook_bridge_t *b = NULL;
+    sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
     if (!ctx)
         return r->accept4(fd, addr, len, flags);
     uint64_t deadline = 0;
@@ -106,7 +106,7 @@ int accept(int fd, struct sockaddr *addr, socklen_t *len)
  * Done on every thread, hooks on or off, so a reused number starts clean. */
 static void forget_fd(int fd)
 {
-    const sp_hook_bridge_t *b = sp__bridge();
+    const sp__hook_bridge_t *b = sp__bridge();
     if (b)
         b->close_fd(fd);
 }
@@ -120,9 +120,9 @@ int close(int fd)
 /* newfd now shares oldfd's open file: copy what we know about it. */
 static void copy_fd(int oldfd, int newfd)
 {
-    const sp_hook_bridge_t *b = sp__bridge();
-    sp_fd_ctx_t *from = b ? b->fd_ctx(oldfd) : NULL;
-    sp_fd_ctx_t *to = b ? b->fd_ctx(newfd) : NULL;
+    const sp__hook_bridge_t *b = sp__bridge();
+    sp__fd_ctx_t *from = b ? b->fd_ctx(oldfd) : NULL;
+    sp__fd_ctx_t *to = b ? b->fd_ctx(newfd) : NULL;
     if (!from || !to || from == to)
         return;
     unsigned fl = b->fd_ctx_load(from, oldfd);
@@ -167,17 +167,17 @@ int dup3(int oldfd, int newfd, int flags)
 
 /* The fd's context when we keep O_NONBLOCK set for it behind the user's
  * back; only then do flags need translating. */
-static sp_fd_ctx_t *managed_nb(int fd)
+static sp__fd_ctx_t *managed_nb(int fd)
 {
-    const sp_hook_bridge_t *b = sp__bridge();
-    sp_fd_ctx_t *c = b ? b->fd_ctx(fd) : NULL;
+    const sp__hook_bridge_t *b = sp__bridge();
+    sp__fd_ctx_t *c = b ? b->fd_ctx(fd) : NULL;
     if (!c)
         return NULL;
     unsigned fl = atomic_load(&c->flags);
     return (fl & SP_FD_VALID) && (fl & SP_FD_SOCKET) && (fl & SP_FD_SYS_NB) ? c : NULL;
 }
 
-static void set_user_nb(sp_fd_ctx_t *c, bool on)
+static void set_user_nb(sp__fd_ctx_t *c, bool on)
 {
     sp__spin_lock(&c->lock);
     unsigned fl = atomic_load(&c->flags);
@@ -187,7 +187,7 @@ static void set_user_nb(sp_fd_ctx_t *c, bool on)
 
 int fcntl(int fd, int cmd, ...)
 {
-    const sp_real_t *r = sp__real();
+    const sp__real_t *r = sp__real();
     va_list ap;
     va_start(ap, cmd);
     int ret;
@@ -195,7 +195,7 @@ int fcntl(int fd, int cmd, ...)
     case F_GETFL: {
         va_end(ap);
         ret = r->fcntl(fd, cmd);
-        sp_fd_ctx_t *c = ret >= 0 ? managed_nb(fd) : NULL;
+        sp__fd_ctx_t *c = ret >= 0 ? managed_nb(fd) : NULL;
         if (c && !(atomic_load(&c->flags) & SP_FD_USER_NB))
             ret &= ~O_NONBLOCK;
         return ret;
@@ -203,7 +203,7 @@ int fcntl(int fd, int cmd, ...)
     case F_SETFL: {
         int fl = va_arg(ap, int);
         va_end(ap);
-        sp_fd_ctx_t *c = managed_nb(fd);
+        sp__fd_ctx_t *c = managed_nb(fd);
         ret = r->fcntl(fd, cmd, c ? fl | O_NONBLOCK : fl);
         if (ret == 0 && c)
             set_user_nb(c, fl & O_NONBLOCK);
@@ -253,7 +253,7 @@ int ioctl(int fd, unsigned long request, ...)
     va_start(ap, request);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    sp_fd_ctx_t *c = request == FIONBIO ? managed_nb(fd) : NULL;
+    sp__fd_ctx_t *c = request == FIONBIO ? managed_nb(fd) : NULL;
     if (c && arg) {
         /* Keep the kernel side non-blocking; record what the user wants
          * (sylar made the socket really blocking here and stalled the
@@ -272,7 +272,7 @@ int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
     int ret = sp__real()->setsockopt(fd, level, name, val, len);
-    const sp_hook_bridge_t *b = sp__bridge();
+    const sp__hook_bridge_t *b = sp__bridge();
     if (ret == 0 && b && level == SOL_SOCKET &&
         (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
         len >= sizeof(struct timeval)) {
@@ -280,7 +280,7 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
          * timeout of hooked waits (0 means none, as for the kernel). */
         const struct timeval *tv = val;
         int64_t us = (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
-        sp_fd_ctx_t *c = b->fd_ctx(fd);
+        sp__fd_ctx_t *c = b->fd_ctx(fd);
         if (c)
             atomic_store(name == SO_RCVTIMEO ? &c->rcv_timeout_us
                                              : &c->snd_timeout_us,

@@ -8,7 +8,7 @@
 
 #include "hook_internal.h"
 
-static int sleep_ns(const sp_hook_bridge_t *b, uint64_t ns)
+static int sleep_ns(const sp__hook_bridge_t *b, uint64_t ns)
 {
     /* Round up: a sleep never ends early (sylar turned usleep(500) into a
      * 0 ms timer). */
@@ -22,7 +22,7 @@ static int sleep_ns(const sp_hook_bridge_t *b, uint64_t ns)
 
 unsigned sleep(unsigned seconds)
 {
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->sleep(seconds);
     return sleep_ns(b, (uint64_t)seconds * 1000000000u) == 0 ? 0 : seconds;
@@ -30,7 +30,7 @@ unsigned sleep(unsigned seconds)
 
 int usleep(useconds_t usec)
 {
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->usleep(usec);
     return sleep_ns(b, (uint64_t)usec * 1000);
@@ -38,7 +38,7 @@ int usleep(useconds_t usec)
 
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->nanosleep(req, rem);
     if (!req || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) {
@@ -60,7 +60,7 @@ static int remaining_ms(uint64_t deadline)
 
 /* Park until one of fds is ready or the deadline passes. 0, or -1 + errno
  * for a failure the caller should report. */
-static int wait_fds(const sp_hook_bridge_t *b, const struct pollfd *fds,
+static int wait_fds(const sp__hook_bridge_t *b, const struct pollfd *fds,
                     nfds_t n, uint64_t deadline)
 {
     sp_io_want_t wants[SP_IO_WAIT_MAX];
@@ -94,8 +94,8 @@ static int wait_fds(const sp_hook_bridge_t *b, const struct pollfd *fds,
 
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    const sp_real_t *r = sp__real();
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__real_t *r = sp__real();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b || timeout == 0)
         return r->poll(fds, n, timeout);
     uint64_t deadline = sp__hook_deadline(timeout < 0 ? -1 : (int64_t)timeout * 1000);
@@ -118,8 +118,8 @@ static void copy_sets(fd_set *const dst[3], fd_set *const src[3])
 
 int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
-    const sp_real_t *r = sp__real();
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__real_t *r = sp__real();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b || (tv && tv->tv_sec == 0 && tv->tv_usec == 0) || nfds < 0 ||
         nfds > FD_SETSIZE)
         return r->select(nfds, rd, wr, ex, tv);
@@ -179,7 +179,7 @@ static void run_gai(void *p)
 int getaddrinfo(const char *node, const char *service,
                 const struct addrinfo *hints, struct addrinfo **res)
 {
-    const sp_hook_bridge_t *b = sp__hook_active();
+    const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->getaddrinfo(node, service, hints, res);
     /* On a helper thread: resolver state is per thread there, and a slow

@@ -56,7 +56,7 @@ static bool batch_commit_works(void)
 /* N stacks from a fresh pool, none touched by this test before the check. */
 START_TEST(new_stacks_have_their_top_page_committed)
 {
-    sp_stack_t st[N];
+    sp__stack_t st[N];
     long ps = sysconf(_SC_PAGESIZE);
     int committed = 0;
     for (int i = 0; i < N; i++) {
@@ -76,7 +76,7 @@ END_TEST
 
 START_TEST(every_stack_of_a_slab_has_its_guard)
 {
-    sp_stack_t st[N];
+    sp__stack_t st[N];
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(sp__stack_get(&st[i], USABLE), 0);
         ck_assert_uint_eq(st[i].guard, sp__stack_guard_size());

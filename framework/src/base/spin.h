@@ -9,16 +9,16 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-typedef struct sp_spin {
+typedef struct sp__spin {
     atomic_flag held;
-} sp_spin_t;
+} sp__spin_t;
 
-static inline void sp__spin_init(sp_spin_t *l)
+static inline void sp__spin_init(sp__spin_t *l)
 {
     atomic_flag_clear_explicit(&l->held, memory_order_relaxed);
 }
 
-static inline void sp__spin_lock(sp_spin_t *l)
+static inline void sp__spin_lock(sp__spin_t *l)
 {
     for (unsigned n = 1;
          atomic_flag_test_and_set_explicit(&l->held, memory_order_acquire); n++)
@@ -26,7 +26,7 @@ static inline void sp__spin_lock(sp_spin_t *l)
             sched_yield();
 }
 
-static inline void sp__spin_unlock(sp_spin_t *l)
+static inline void sp__spin_unlock(sp__spin_t *l)
 {
     atomic_flag_clear_explicit(&l->held, memory_order_release);
 }

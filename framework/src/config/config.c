@@ -155,10 +155,10 @@ bool sp__config_is_var_prefix(sp_config_t *cfg, const char *prefix)
     return false;
 }
 
-sp_csection_t *sp__config_section_of(sp_config_t *cfg, const char *name)
+sp__csection_t *sp__config_section_of(sp_config_t *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->nsections; i++) {
-        sp_csection_t *s = &cfg->sections[i];
+        sp__csection_t *s = &cfg->sections[i];
         if (strcmp(s->prefix, name) == 0 || dotted_prefix(s->prefix, name))
             return s;
     }
@@ -193,7 +193,7 @@ static int room_for_var(sp_config_t *cfg)
         cfg->vars = vars;
         cfg->capvars = cap;
     }
-    sp_cchange_t *ch = sp__grow(cfg->changes, &cfg->capchanges, cfg->nvars, sizeof *ch);
+    sp__cchange_t *ch = sp__grow(cfg->changes, &cfg->capchanges, cfg->nvars, sizeof *ch);
     if (ch)
         cfg->changes = ch;
     return vars && ch ? 0 : ENOMEM;
@@ -430,13 +430,13 @@ int sp_config_section(sp_config_t *cfg, const char *prefix,
         if (strcmp(cfg->vars[i]->name, prefix) == 0 ||
             dotted_prefix(cfg->vars[i]->name, prefix))
             rc = -EEXIST;
-    sp_csection_t *secs = NULL;
+    sp__csection_t *secs = NULL;
     if (!rc && !(secs = sp__grow(cfg->sections, &cfg->capsections, cfg->nsections,
                                  sizeof *secs)))
         rc = -ENOMEM;
     if (secs)
         cfg->sections = secs;
-    sp_csection_t s = {strdup(prefix), {0}, ops != NULL, arg,
+    sp__csection_t s = {strdup(prefix), {0}, ops != NULL, arg,
                        sp__config_is_var_prefix(cfg, prefix)};
     if (!rc && !s.prefix)
         rc = -ENOMEM;

@@ -10,7 +10,7 @@
 
 int sp_config_load_env(sp_config_t *cfg, char **errors)
 {
-    sp_txn_t t;
+    sp__txn_t t;
     int rc = sp__txn_open(&t, &cfg, SRC_ENV, true, errors);
     if (rc < 0)
         return rc;
@@ -26,7 +26,7 @@ int sp_config_load_env(sp_config_t *cfg, char **errors)
 }
 
 /* One "key=value" into the transaction. */
-static void stage_setting(sp_txn_t *t, const char *setting)
+static void stage_setting(sp__txn_t *t, const char *setting)
 {
     const char *eq = strchr(setting, '=');
     char what[300];
@@ -41,7 +41,7 @@ static void stage_setting(sp_txn_t *t, const char *setting)
         return;
     }
     long i = sp__config_index(t->cfg, key);
-    const sp_csection_t *sec;
+    const sp__csection_t *sec;
     if (i >= 0)
         sp__stage_text(t, (size_t)i, eq + 1, "cli", what);
     else if ((sec = sp__config_section_of(t->cfg, key)))
@@ -54,7 +54,7 @@ static void stage_setting(sp_txn_t *t, const char *setting)
 
 int sp_config_set(sp_config_t *cfg, const char *setting, char **errors)
 {
-    sp_txn_t t;
+    sp__txn_t t;
     int rc = sp__txn_open(&t, &cfg, SRC_CLI, false, errors);
     if (rc < 0)
         return rc;
@@ -67,7 +67,7 @@ int sp_config_set(sp_config_t *cfg, const char *setting, char **errors)
 
 int sp_config_clear_cli(sp_config_t *cfg)
 {
-    sp_txn_t t;
+    sp__txn_t t;
     int rc = sp__txn_open(&t, &cfg, SRC_CLI, true, NULL);
     return rc < 0 ? rc : sp__txn_finish(&t, 0, NULL);
 }
@@ -91,7 +91,7 @@ static const char *setting_arg(char **argv, int i, int argc, int *used)
 
 int sp_config_args(sp_config_t *cfg, int *argc, char **argv, char **errors)
 {
-    sp_txn_t t;
+    sp__txn_t t;
     if (errors)
         *errors = NULL;
     if (!argc || !argv)

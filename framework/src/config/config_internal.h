@@ -24,16 +24,16 @@ enum { SRC_FILE, SRC_ENV, SRC_CLI, SRC_COUNT };
 
 /* One source's value of a variable; `val`'s pointers and `where` are owned
  * until retired. */
-typedef struct sp_cslot {
+typedef struct sp__cslot {
     bool set;
     sp_cvalue_t val;
     char *where;
-} sp_cslot_t;
+} sp__cslot_t;
 
-typedef struct sp_clistener {
+typedef struct sp__clistener {
     sp_cvar_listener_fn fn;
     void *arg;
-} sp_clistener_t;
+} sp__clistener_t;
 
 struct sp_cvar {
     sp_config_t *cfg;
@@ -43,10 +43,10 @@ struct sp_cvar {
     double fmin, fmax;  /* FLOAT */
     sp_cvar_check_fn check;
     void *check_arg;
-    sp_clistener_t *listeners;
+    sp__clistener_t *listeners;
     size_t nlisteners;
     sp_cvalue_t def;
-    sp_cslot_t src[SRC_COUNT];
+    sp__cslot_t src[SRC_COUNT];
     /* The published value: scalars in `bits`, the rest in `ptr`; readers
      * load them without a lock. */
     _Atomic uint64_t bits;
@@ -54,26 +54,26 @@ struct sp_cvar {
     _Atomic(const char *) source;
 };
 
-typedef struct sp_csection {
+typedef struct sp__csection {
     char *prefix;
     sp_config_section_ops_t ops;
     bool has_ops;
     void *arg;
     bool has_vars; /* some variable lives under the prefix */
-} sp_csection_t;
+} sp__csection_t;
 
-typedef struct sp_cchange {
+typedef struct sp__cchange {
     sp_cvar_t *v;
     sp_cvalue_t old;
-} sp_cchange_t;
+} sp__cchange_t;
 
 struct sp_config {
     pthread_mutex_t lock; /* declarations and loads */
     sp_cvar_t **vars;
     size_t nvars, capvars;
-    sp_cchange_t *changes; /* commit's scratch, one per variable */
+    sp__cchange_t *changes; /* commit's scratch, one per variable */
     size_t capchanges;
-    sp_csection_t *sections;
+    sp__csection_t *sections;
     size_t nsections, capsections;
     /* Published objects replaced by a load: freed only by destroy(), so
      * readers may keep using what a getter returned. */
@@ -108,13 +108,13 @@ int sp__report_finish(sp_config_report_t *r, int rc, char **errors);
 /* ---- node trees (config_yaml.c) ----------------------------------------- */
 
 /* Bump allocator for one load's nodes and strings, freed in one go. */
-typedef struct sp_arena {
-    struct sp_arena_chunk *chunks;
-} sp_arena_t;
+typedef struct sp__arena {
+    struct sp__arena_chunk *chunks;
+} sp__arena_t;
 
-void *sp__arena_alloc(sp_arena_t *a, size_t size);
-char *sp__arena_strdup(sp_arena_t *a, const char *s, size_t len);
-void sp__arena_free(sp_arena_t *a);
+void *sp__arena_alloc(sp__arena_t *a, size_t size);
+char *sp__arena_strdup(sp__arena_t *a, const char *s, size_t len);
+void sp__arena_free(sp__arena_t *a);
 
 struct sp_cnode {
     sp_cnode_kind_t kind;
@@ -129,14 +129,14 @@ struct sp_cnode {
 
 /* Parse a YAML document into a tree. On malformed YAML, report it and
  * return -EINVAL; -ENOMEM. *root is NULL for an empty document. */
-int sp__yaml_parse(sp_arena_t *a, const char *file, const char *text,
+int sp__yaml_parse(sp__arena_t *a, const char *file, const char *text,
                    size_t len, const sp_cnode_t **root, sp_config_report_t *r);
 /* "file:line:col" of a node, in a static-free caller buffer. */
 void sp__node_where(const sp_cnode_t *n, char *buf, size_t len);
 /* A plain null scalar ("", "~", "null"): the key counts as not set. */
 bool sp__node_is_null(const sp_cnode_t *n);
 /* A new map node in the arena with room for `cap` entries. */
-sp_cnode_t *sp__node_map(sp_arena_t *a, const sp_cnode_t *at, size_t cap);
+sp_cnode_t *sp__node_map(sp__arena_t *a, const sp_cnode_t *at, size_t cap);
 
 /* ---- units (config_units.c) --------------------------------------------- */
 
@@ -181,36 +181,36 @@ size_t sp__value_format(const sp_cvalue_t *v, char *buf, size_t len);
 
 /* A section's subtree: the node written at its prefix when that is not a
  * mapping (`whole`), else the merged entries of every file. */
-typedef struct sp_sec_stage {
+typedef struct sp__sec_stage {
     const sp_cnode_t *whole;
     const sp_cnode_t **keys, **vals;
     size_t n, cap;
     void *staged;
     bool checked; /* check() succeeded: apply or discard owns `staged` */
-} sp_sec_stage_t;
+} sp__sec_stage_t;
 
-typedef struct sp_txn {
+typedef struct sp__txn {
     sp_config_t *cfg;
     int src;
     bool replace;               /* replace the source, or patch it (cli) */
-    sp_cslot_t *slots;          /* staged value per variable ... */
+    sp__cslot_t *slots;          /* staged value per variable ... */
     bool *touched;              /* ... when touched */
     const sp_cnode_t **first;   /* the key that set it, for "set twice" */
-    sp_sec_stage_t *secs;
-    sp_arena_t arena;
+    sp__sec_stage_t *secs;
+    sp__arena_t arena;
     sp_config_report_t report;
-} sp_txn_t;
+} sp__txn_t;
 
 /* Start a transaction over source `src` (replacing it, or patching it),
  * with the registry locked; sp__txn_finish() unlocks. 0 or -ENOMEM (then
  * already finished). */
-int sp__txn_open(sp_txn_t *t, sp_config_t **cfg, int src, bool replace,
+int sp__txn_open(sp__txn_t *t, sp_config_t **cfg, int src, bool replace,
                  char **errors);
 /* Apply the staged values if rc is 0 and nothing was reported, else drop
  * them; unlock; hand the report to *errors. Returns the load's result. */
-int sp__txn_finish(sp_txn_t *t, int rc, char **errors);
+int sp__txn_finish(sp__txn_t *t, int rc, char **errors);
 /* Stage variable i's value from text; problems are reported as `what`. */
-void sp__stage_text(sp_txn_t *t, size_t i, const char *text, const char *where,
+void sp__stage_text(sp__txn_t *t, size_t i, const char *text, const char *where,
                     const char *what);
 
 /* ---- registry (config.c, config_var.c) ---------------------------------- */
@@ -226,7 +226,7 @@ void sp__config_commit(sp_config_t *cfg);
  * in which case it is leaked rather than freed under a reader. */
 void sp__config_retire(sp_config_t *cfg, void *obj);
 /* The section whose prefix `name` is at or under, or NULL. */
-sp_csection_t *sp__config_section_of(sp_config_t *cfg, const char *name);
+sp__csection_t *sp__config_section_of(sp_config_t *cfg, const char *name);
 /* Whether `prefix` + "." begins some variable's name. */
 bool sp__config_is_var_prefix(sp_config_t *cfg, const char *prefix);
 /* Variable index by exact name, or -1. */

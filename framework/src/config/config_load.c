@@ -16,7 +16,7 @@
 
 #include "config_internal.h"
 
-static int txn_begin(sp_txn_t *t, sp_config_t *cfg, int src, bool replace)
+static int txn_begin(sp__txn_t *t, sp_config_t *cfg, int src, bool replace)
 {
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
@@ -30,20 +30,20 @@ static int txn_begin(sp_txn_t *t, sp_config_t *cfg, int src, bool replace)
     return t->slots && t->touched && t->first && t->secs ? 0 : -ENOMEM;
 }
 
-static void slot_clear(sp_cslot_t *s)
+static void slot_clear(sp__cslot_t *s)
 {
     sp__value_free(&s->val);
     free(s->where);
     memset(s, 0, sizeof *s);
 }
 
-static void txn_end(sp_txn_t *t)
+static void txn_end(sp__txn_t *t)
 {
     for (size_t i = 0; t->slots && i < t->cfg->nvars; i++)
         slot_clear(&t->slots[i]);
     for (size_t i = 0; t->secs && i < t->cfg->nsections; i++) {
-        sp_sec_stage_t *s = &t->secs[i];
-        const sp_csection_t *sec = &t->cfg->sections[i];
+        sp__sec_stage_t *s = &t->secs[i];
+        const sp__csection_t *sec = &t->cfg->sections[i];
         if (s->checked && sec->ops.discard)
             sec->ops.discard(s->staged, sec->arg);
         free(s->keys);
@@ -59,9 +59,9 @@ static void txn_end(sp_txn_t *t)
 /* ---- staging variables --------------------------------------------------- */
 
 /* Stage `val` (owned) for variable i, set at `where` (copied). */
-static void stage(sp_txn_t *t, size_t i, sp_cvalue_t *val, const char *where)
+static void stage(sp__txn_t *t, size_t i, sp_cvalue_t *val, const char *where)
 {
-    sp_cslot_t *s = &t->slots[i];
+    sp__cslot_t *s = &t->slots[i];
     slot_clear(s);
     t->touched[i] = true;
     if (!val)
@@ -81,7 +81,7 @@ static bool same_file(const sp_cnode_t *a, const sp_cnode_t *b)
     return a && b && a->file == b->file;
 }
 
-static void stage_node(sp_txn_t *t, size_t i, const sp_cnode_t *key,
+static void stage_node(sp__txn_t *t, size_t i, const sp_cnode_t *key,
                        const sp_cnode_t *n)
 {
     sp_cvar_t *v = t->cfg->vars[i];
@@ -106,7 +106,7 @@ static void stage_node(sp_txn_t *t, size_t i, const sp_cnode_t *key,
     stage(t, i, &val, where);
 }
 
-void sp__stage_text(sp_txn_t *t, size_t i, const char *text, const char *where,
+void sp__stage_text(sp__txn_t *t, size_t i, const char *text, const char *where,
                        const char *what)
 {
     sp_cvar_t *v = t->cfg->vars[i];
@@ -120,7 +120,7 @@ void sp__stage_text(sp_txn_t *t, size_t i, const char *text, const char *where,
 
 /* ---- sections ------------------------------------------------------------ */
 
-static void sec_entry(sp_txn_t *t, sp_sec_stage_t *s, const char *prefix, const char *rel,
+static void sec_entry(sp__txn_t *t, sp__sec_stage_t *s, const char *prefix, const char *rel,
                       const sp_cnode_t *key, const sp_cnode_t *n)
 {
     if (s->whole) {
@@ -160,10 +160,10 @@ static void sec_entry(sp_txn_t *t, sp_sec_stage_t *s, const char *prefix, const 
     s->vals[s->n++] = n;
 }
 
-static void stage_section(sp_txn_t *t, sp_csection_t *sec, const char *full,
+static void stage_section(sp__txn_t *t, sp__csection_t *sec, const char *full,
                           const sp_cnode_t *key, const sp_cnode_t *n)
 {
-    sp_sec_stage_t *s = &t->secs[sec - t->cfg->sections];
+    sp__sec_stage_t *s = &t->secs[sec - t->cfg->sections];
     size_t plen = strlen(sec->prefix);
     if (full[plen] == '.') {
         sec_entry(t, s, sec->prefix, full + plen + 1, key, n);
@@ -179,7 +179,7 @@ static void stage_section(sp_txn_t *t, sp_csection_t *sec, const char *full,
 
 /* The node a section's check() sees: its whole node, or a map made of the
  * merged entries, or NULL. */
-static const sp_cnode_t *sec_node(sp_txn_t *t, sp_sec_stage_t *s)
+static const sp_cnode_t *sec_node(sp__txn_t *t, sp__sec_stage_t *s)
 {
     if (s->whole || !s->n)
         return s->whole;
@@ -196,15 +196,15 @@ static const sp_cnode_t *sec_node(sp_txn_t *t, sp_sec_stage_t *s)
     return m;
 }
 
-static void check_sections(sp_txn_t *t)
+static void check_sections(sp__txn_t *t)
 {
     /* A section's content may depend on a file that failed to parse; its
      * complaints would then only add noise. */
     if (t->report.count || t->report.oom)
         return;
     for (size_t i = 0; i < t->cfg->nsections; i++) {
-        sp_csection_t *sec = &t->cfg->sections[i];
-        sp_sec_stage_t *s = &t->secs[i];
+        sp__csection_t *sec = &t->cfg->sections[i];
+        sp__sec_stage_t *s = &t->secs[i];
         if (!sec->ops.check)
             continue;
         const sp_cnode_t *node = sec_node(t, s);
@@ -218,14 +218,14 @@ static void check_sections(sp_txn_t *t)
 
 /* ---- walking YAML -------------------------------------------------------- */
 
-static void walk_map(sp_txn_t *t, const sp_cnode_t *map, const char *prefix);
+static void walk_map(sp__txn_t *t, const sp_cnode_t *map, const char *prefix);
 
-static void walk_entry(sp_txn_t *t, const char *full, const sp_cnode_t *key,
+static void walk_entry(sp__txn_t *t, const char *full, const sp_cnode_t *key,
                        const sp_cnode_t *n)
 {
     sp_config_t *cfg = t->cfg;
     long i = sp__config_index(cfg, full);
-    sp_csection_t *sec;
+    sp__csection_t *sec;
     if (i >= 0) {
         stage_node(t, (size_t)i, key, n);
     } else if (sp__config_is_var_prefix(cfg, full)) {
@@ -240,7 +240,7 @@ static void walk_entry(sp_txn_t *t, const char *full, const sp_cnode_t *key,
     }
 }
 
-static void walk_map(sp_txn_t *t, const sp_cnode_t *map, const char *prefix)
+static void walk_map(sp__txn_t *t, const sp_cnode_t *map, const char *prefix)
 {
     for (size_t i = 0; i < map->n; i++) {
         const char *k = map->keys[i]->text;
@@ -259,7 +259,7 @@ static void walk_map(sp_txn_t *t, const sp_cnode_t *map, const char *prefix)
     }
 }
 
-static void walk_doc(sp_txn_t *t, const char *file, const char *text, size_t len)
+static void walk_doc(sp__txn_t *t, const char *file, const char *text, size_t len)
 {
     const sp_cnode_t *root;
     const char *name = sp__arena_strdup(&t->arena, file, strlen(file));
@@ -309,7 +309,7 @@ static int read_file(const char *path, char **text, size_t *len)
     return 0;
 }
 
-static void walk_file(sp_txn_t *t, const char *path, int *rc)
+static void walk_file(sp__txn_t *t, const char *path, int *rc)
 {
     char *text = NULL;
     size_t len = 0;
@@ -336,7 +336,7 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void walk_dir(sp_txn_t *t, const char *dir, int *rc)
+static void walk_dir(sp__txn_t *t, const char *dir, int *rc)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -374,7 +374,7 @@ static void walk_dir(sp_txn_t *t, const char *dir, int *rc)
 
 /* Swap a staged slot in. An unchanged value keeps its old object (and
  * source text) so repeated reloads do not pile up retired copies. */
-static void swap_slot(sp_config_t *cfg, sp_cslot_t *old, sp_cslot_t *staged)
+static void swap_slot(sp_config_t *cfg, sp__cslot_t *old, sp__cslot_t *staged)
 {
     if (old->set && staged->set && sp__value_equal(&old->val, &staged->val)) {
         sp__value_free(&staged->val);
@@ -392,7 +392,7 @@ static void swap_slot(sp_config_t *cfg, sp_cslot_t *old, sp_cslot_t *staged)
     memset(staged, 0, sizeof *staged);
 }
 
-int sp__txn_finish(sp_txn_t *t, int rc, char **errors)
+int sp__txn_finish(sp__txn_t *t, int rc, char **errors)
 {
     sp_config_t *cfg = t->cfg;
     if (rc == 0 && t->report.oom)
@@ -401,13 +401,13 @@ int sp__txn_finish(sp_txn_t *t, int rc, char **errors)
         rc = -EINVAL;
     if (rc == 0) {
         for (size_t i = 0; i < cfg->nvars; i++) {
-            sp_cslot_t none = {0};
-            sp_cslot_t *staged = t->touched[i] ? &t->slots[i] : t->replace ? &none : NULL;
+            sp__cslot_t none = {0};
+            sp__cslot_t *staged = t->touched[i] ? &t->slots[i] : t->replace ? &none : NULL;
             if (staged)
                 swap_slot(cfg, &cfg->vars[i]->src[t->src], staged);
         }
         for (size_t i = 0; i < cfg->nsections; i++) {
-            sp_csection_t *sec = &cfg->sections[i];
+            sp__csection_t *sec = &cfg->sections[i];
             if (t->secs[i].checked && sec->ops.apply)
                 sec->ops.apply(t->secs[i].staged, sec->arg);
             t->secs[i].checked = false;
@@ -419,7 +419,7 @@ int sp__txn_finish(sp_txn_t *t, int rc, char **errors)
     return sp__report_finish(&t->report, rc, errors);
 }
 
-int sp__txn_open(sp_txn_t *t, sp_config_t **cfg, int src, bool replace, char **errors)
+int sp__txn_open(sp__txn_t *t, sp_config_t **cfg, int src, bool replace, char **errors)
 {
     if (errors)
         *errors = NULL;
@@ -435,7 +435,7 @@ int sp__txn_open(sp_txn_t *t, sp_config_t **cfg, int src, bool replace, char **e
 
 int sp_config_load(sp_config_t *cfg, const char *path, char **errors)
 {
-    sp_txn_t t;
+    sp__txn_t t;
     int rc = sp__txn_open(&t, &cfg, SRC_FILE, true, errors);
     if (rc < 0)
         return rc;
@@ -455,7 +455,7 @@ int sp_config_load(sp_config_t *cfg, const char *path, char **errors)
 int sp_config_load_string(sp_config_t *cfg, const char *name, const char *yaml,
                           size_t len, char **errors)
 {
-    sp_txn_t t;
+    sp__txn_t t;
     int rc = sp__txn_open(&t, &cfg, SRC_FILE, true, errors);
     if (rc < 0)
         return rc;

@@ -231,7 +231,7 @@ static int compound_from_text(sp_cvar_type_t t, const char *text,
         return list_from_commas(text, out) < 0 ? fail(msg, len, "out of memory") : 0;
     if (t == SP_CVAR_MAP && *p != '{')
         return fail(msg, len, "expected a mapping such as {key: value}, got '%s'", text);
-    sp_arena_t a = {0};
+    sp__arena_t a = {0};
     sp_config_report_t r = {0};
     const sp_cnode_t *root, *at = NULL;
     int rc = sp__yaml_parse(&a, "value", text, strlen(text), &root, &r);

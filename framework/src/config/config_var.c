@@ -151,10 +151,10 @@ int sp_cvar_listen(sp_cvar_t *v, sp_cvar_listener_fn fn, void *arg)
     if (!v || !fn)
         return -EINVAL;
     pthread_mutex_lock(&v->cfg->lock);
-    sp_clistener_t *l = realloc(v->listeners, (v->nlisteners + 1) * sizeof *l);
+    sp__clistener_t *l = realloc(v->listeners, (v->nlisteners + 1) * sizeof *l);
     if (l) {
         v->listeners = l;
-        l[v->nlisteners++] = (sp_clistener_t){fn, arg};
+        l[v->nlisteners++] = (sp__clistener_t){fn, arg};
     }
     pthread_mutex_unlock(&v->cfg->lock);
     return l ? 0 : -ENOMEM;
@@ -163,7 +163,7 @@ int sp_cvar_listen(sp_cvar_t *v, sp_cvar_listener_fn fn, void *arg)
 /* ---- commit ------------------------------------------------------------- */
 
 /* The slot a variable's value comes from now (NULL: the default). */
-static const sp_cslot_t *winner(const sp_cvar_t *v)
+static const sp__cslot_t *winner(const sp_cvar_t *v)
 {
     for (int s = SRC_COUNT; s-- > 0;)
         if (v->src[s].set)
@@ -179,14 +179,14 @@ void sp__config_commit(sp_config_t *cfg)
     size_t n = 0;
     for (size_t i = 0; i < cfg->nvars; i++) {
         sp_cvar_t *v = cfg->vars[i];
-        const sp_cslot_t *w = winner(v);
+        const sp__cslot_t *w = winner(v);
         const sp_cvalue_t *val = w ? &w->val : &v->def;
         sp_cvalue_t old;
         sp_cvar_get(v, &old);
         bool changed = !sp__value_equal(&old, val);
         sp__cvar_publish(v, val, w ? w->where : "default");
         if (changed)
-            cfg->changes[n++] = (sp_cchange_t){v, old};
+            cfg->changes[n++] = (sp__cchange_t){v, old};
     }
     for (size_t c = 0; c < n; c++) {
         sp_cvar_t *v = cfg->changes[c].v;

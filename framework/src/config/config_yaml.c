@@ -22,13 +22,13 @@ enum {
 
 /* ---- arena -------------------------------------------------------------- */
 
-typedef struct sp_arena_chunk {
-    struct sp_arena_chunk *next;
+typedef struct sp__arena_chunk {
+    struct sp__arena_chunk *next;
     size_t used, size;
     _Alignas(max_align_t) unsigned char data[];
 } chunk_t;
 
-void *sp__arena_alloc(sp_arena_t *a, size_t size)
+void *sp__arena_alloc(sp__arena_t *a, size_t size)
 {
     size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
     chunk_t *c = a->chunks;
@@ -47,7 +47,7 @@ void *sp__arena_alloc(sp_arena_t *a, size_t size)
     return p;
 }
 
-char *sp__arena_strdup(sp_arena_t *a, const char *s, size_t len)
+char *sp__arena_strdup(sp__arena_t *a, const char *s, size_t len)
 {
     char *p = sp__arena_alloc(a, len + 1);
     if (p) {
@@ -57,7 +57,7 @@ char *sp__arena_strdup(sp_arena_t *a, const char *s, size_t len)
     return p;
 }
 
-void sp__arena_free(sp_arena_t *a)
+void sp__arena_free(sp__arena_t *a)
 {
     while (a->chunks) {
         chunk_t *next = a->chunks->next;
@@ -163,7 +163,7 @@ bool sp__node_is_null(const sp_cnode_t *n)
            strcmp(t, "Null") == 0 || strcmp(t, "NULL") == 0;
 }
 
-static sp_cnode_t *node_new(sp_arena_t *a, sp_cnode_kind_t kind, const char *file,
+static sp_cnode_t *node_new(sp__arena_t *a, sp_cnode_kind_t kind, const char *file,
                             unsigned line, unsigned col, size_t n)
 {
     sp_cnode_t *nd = sp__arena_alloc(a, sizeof *nd);
@@ -183,7 +183,7 @@ static sp_cnode_t *node_new(sp_arena_t *a, sp_cnode_kind_t kind, const char *fil
     return nd;
 }
 
-sp_cnode_t *sp__node_map(sp_arena_t *a, const sp_cnode_t *at, size_t cap)
+sp_cnode_t *sp__node_map(sp__arena_t *a, const sp_cnode_t *at, size_t cap)
 {
     return node_new(a, SP_CNODE_MAP, at->file, at->line, at->col, cap);
 }
@@ -232,7 +232,7 @@ const sp_cnode_t *sp_cnode_get(const sp_cnode_t *n, const char *key)
 /* One document's conversion. The node budget is the document's own, so
  * one alias bomb in a directory does not fail the files after it. */
 typedef struct conv {
-    sp_arena_t *a;
+    sp__arena_t *a;
     yaml_document_t *doc;
     const char *file;
     sp_config_report_t *r;
@@ -384,7 +384,7 @@ static int load_doc(yaml_parser_t *p, yaml_document_t *doc, const char *file,
     return 0;
 }
 
-int sp__yaml_parse(sp_arena_t *a, const char *file, const char *text, size_t len,
+int sp__yaml_parse(sp__arena_t *a, const char *file, const char *text, size_t len,
                    const sp_cnode_t **root, sp_config_report_t *r)
 {
     yaml_parser_t p;

@@ -13,11 +13,11 @@ typedef void (*sp_ctx_entry_fn)(void);
 
 /* Our assembly backend: the saved registers live on the context's own stack;
  * only the stack pointer is kept here. */
-typedef struct sp_asm_ctx {
+typedef struct sp__asm_ctx {
     void *sp;
-} sp_asm_ctx_t;
+} sp__asm_ctx_t;
 
-void sp__asm_ctx_make(sp_asm_ctx_t *c, void *stack_lo, size_t size,
+void sp__asm_ctx_make(sp__asm_ctx_t *c, void *stack_lo, size_t size,
                       sp_ctx_entry_fn entry);
 /* Saves callee-saved registers and FP control state on the current stack,
  * stores the stack pointer in *from_sp and continues on to_sp. */
@@ -31,16 +31,16 @@ void sp__asm_ctx_prefetch(const void *fiber, const void *frames);
 /* Prefetch only: the lines holding a and b. Never faults. */
 void sp__asm_prefetch_lines(const void *a, const void *b);
 
-typedef struct sp_uc_ctx {
+typedef struct sp__uc_ctx {
     ucontext_t uc;
-} sp_uc_ctx_t;
+} sp__uc_ctx_t;
 
-void sp__uc_ctx_make(sp_uc_ctx_t *c, void *stack_lo, size_t size,
+void sp__uc_ctx_make(sp__uc_ctx_t *c, void *stack_lo, size_t size,
                      sp_ctx_entry_fn entry);
-void sp__uc_ctx_swap(sp_uc_ctx_t *from, sp_uc_ctx_t *to);
+void sp__uc_ctx_swap(sp__uc_ctx_t *from, sp__uc_ctx_t *to);
 
 #ifdef SP_CTX_UCONTEXT
-typedef sp_uc_ctx_t sp_ctx_t;
+typedef sp__uc_ctx_t sp__ctx_t;
 #define sp__ctx_make sp__uc_ctx_make
 #define sp__ctx_swap(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_swap_cold(from, to) sp__uc_ctx_swap((from), (to))
@@ -48,7 +48,7 @@ typedef sp_uc_ctx_t sp_ctx_t;
 #define sp__prefetch_lines(a, b) ((void)(a), (void)(b))
 #define SP_CTX_BACKEND "ucontext"
 #else
-typedef sp_asm_ctx_t sp_ctx_t;
+typedef sp__asm_ctx_t sp__ctx_t;
 #define sp__ctx_make sp__asm_ctx_make
 #define sp__ctx_swap(from, to) sp__asm_ctx_swap(&(from)->sp, (to)->sp)
 #define sp__ctx_swap_cold(from, to) sp__asm_ctx_swap_cold(&(from)->sp, (to)->sp)

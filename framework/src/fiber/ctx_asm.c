@@ -19,7 +19,7 @@ enum { FRAME_WORDS = 22, SLOT_X19 = 0, SLOT_X30 = 11, SLOT_FPCR = 20 };
 #endif
 
 #if defined(__x86_64__) || defined(__aarch64__)
-void sp__asm_ctx_make(sp_asm_ctx_t *c, void *stack_lo, size_t size,
+void sp__asm_ctx_make(sp__asm_ctx_t *c, void *stack_lo, size_t size,
                       sp_ctx_entry_fn entry)
 {
     /* 16-byte aligned top, with one spare slot so the start routine sees a

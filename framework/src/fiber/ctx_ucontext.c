@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-void sp__uc_ctx_make(sp_uc_ctx_t *c, void *stack_lo, size_t size,
+void sp__uc_ctx_make(sp__uc_ctx_t *c, void *stack_lo, size_t size,
                      sp_ctx_entry_fn entry)
 {
     if (getcontext(&c->uc) != 0)
@@ -15,7 +15,7 @@ void sp__uc_ctx_make(sp_uc_ctx_t *c, void *stack_lo, size_t size,
     makecontext(&c->uc, entry, 0);
 }
 
-void sp__uc_ctx_swap(sp_uc_ctx_t *from, sp_uc_ctx_t *to)
+void sp__uc_ctx_swap(sp__uc_ctx_t *from, sp__uc_ctx_t *to)
 {
     if (swapcontext(&from->uc, &to->uc) != 0)
         abort();

@@ -32,7 +32,7 @@ static size_t fiber_footprint(void)
  * the top page's slack, so a shallow fiber still touches a single page. */
 enum { SP_STACK_COLOURS = 16 };
 
-static size_t stack_colour(const sp_stack_t *st)
+static size_t stack_colour(const sp__stack_t *st)
 {
     uint32_t page = (uint32_t)((uintptr_t)st->lo >> 12);
     return (size_t)((page * 2654435761u) >> 28) % SP_STACK_COLOURS * 64;
@@ -53,7 +53,7 @@ static size_t usable_size(const struct sp_fiber *f)
  * thread it reads is the one we are on now. */
 static void switch_done(void *asan_fake_stack)
 {
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
 #ifdef SP_ASAN
     const void *old_lo;
     size_t old_size;
@@ -79,14 +79,14 @@ static void fiber_main(void)
     struct sp_fiber *f = sp__thread()->current;
     f->fn(f->arg);
     /* f->fn may have migrated us: read the thread again. */
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     f = t->current;
     atomic_store(&f->state, SP_FIBER_DONE);
     sp__fiber_switch(t, f, f->caller, SP_SWITCH_DONE);
     abort(); /* a finished fiber is never switched back to */
 }
 
-void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
+void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
                       struct sp_fiber *to, unsigned how)
 {
     bool from_done = how & SP_SWITCH_DONE;
@@ -150,7 +150,7 @@ sp_fiber_t *sp_fiber_create(sp_fiber_fn fn, void *arg, size_t stack_size,
     }
     if (stack_size == 0)
         stack_size = SP_FIBER_DEFAULT_STACK;
-    sp_stack_t st;
+    sp__stack_t st;
     int rc = sp__stack_get(&st, stack_size + fiber_footprint() +
                                     (SP_STACK_COLOURS - 1) * 64);
     if (rc < 0) {
@@ -178,7 +178,7 @@ void sp_fiber_destroy(sp_fiber_t *f)
 #ifdef SP_TSAN
     __tsan_destroy_fiber(f->tsan_fiber);
 #endif
-    sp_stack_t st = f->stack;
+    sp__stack_t st = f->stack;
     sp__stack_put(&st);
 }
 
@@ -189,7 +189,7 @@ static int resume(sp_fiber_t *f, unsigned how)
     int s = atomic_load_explicit(&f->state, memory_order_acquire);
     if (s == SP_FIBER_RUNNING || s == SP_FIBER_DONE)
         return -EINVAL;
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     f->caller = t->current;
     atomic_store_explicit(&f->state, SP_FIBER_RUNNING, memory_order_relaxed);
     sp__fiber_switch(t, t->current, f, how);
@@ -208,7 +208,7 @@ int sp__fiber_resume_cold(sp_fiber_t *f)
 
 int sp_fiber_yield(void)
 {
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     struct sp_fiber *self = t->current;
     if (self == &t->root)
         return -EPERM;
@@ -220,7 +220,7 @@ int sp_fiber_yield(void)
 
 sp_fiber_t *sp_fiber_current(void)
 {
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     return t->current == &t->root ? NULL : t->current;
 }
 

@@ -17,7 +17,7 @@ struct sp_scheduler;
  * the assembly backend): with thousands of connections a parked fiber is
  * cold, and each line it spreads over costs a miss per message. */
 struct sp_fiber {
-    sp_ctx_t ctx;
+    sp__ctx_t ctx;
     struct sp_fiber *caller; /* who resumed us; yield goes back there */
     _Atomic int state; /* sp_fiber_state_t; read by other threads */
     int saved_errno;
@@ -34,7 +34,7 @@ struct sp_fiber {
     sp_fiber_fn fn;
     void *arg;
     uint64_t id;
-    sp_stack_t stack; /* lo == NULL for a thread's root pseudo-fiber */
+    sp__stack_t stack; /* lo == NULL for a thread's root pseudo-fiber */
     void *tsan_fiber;
     bool pooled;       /* a function task's fiber: recycle, don't free */
     char name[32];
@@ -42,7 +42,7 @@ struct sp_fiber {
 
 /* Per-thread fiber state. `root` stands for the thread's own stack so every
  * switch is fiber-to-fiber. */
-typedef struct sp_thread {
+typedef struct sp__thread {
     struct sp_fiber root;
     struct sp_fiber *current;
     struct sp_fiber *prev; /* the fiber being switched away from */
@@ -53,27 +53,27 @@ typedef struct sp_thread {
     bool hooks_off;        /* sp_hook_enable(false) on this thread */
     uint64_t next_id, id_end;
     void *altstack;
-} sp_thread_t;
+} sp__thread_t;
 
 /* The calling thread's state, initialised on first use. Deliberately an
  * out-of-line call: after a switch a fiber may be on another thread, and the
  * compiler must not reuse a thread-local address computed before it. */
-sp_thread_t *sp__thread(void);
+sp__thread_t *sp__thread(void);
 /* sp__thread()'s first call on a thread: allocates its state. */
-sp_thread_t *sp__thread_first(void);
+sp__thread_t *sp__thread_first(void);
 /* Same, or NULL if not yet initialised; async-signal-safe. */
-sp_thread_t *sp__thread_peek(void);
+sp__thread_t *sp__thread_peek(void);
 /* errno accessors for the same reason (glibc's __errno_location is const). */
 int sp__errno_get(void);
 void sp__errno_set(int v);
-uint64_t sp__fiber_next_id(sp_thread_t *t);
+uint64_t sp__fiber_next_id(sp__thread_t *t);
 
 /* How to switch: DONE, the caller never comes back; COLD, `to` has been
  * parked a while and its stack is worth prefetching. */
 enum { SP_SWITCH_DONE = 1, SP_SWITCH_COLD = 2 };
 /* Switch from the running fiber to `to` on this thread, t. `from` must be
  * t->current. */
-void sp__fiber_switch(sp_thread_t *t, struct sp_fiber *from,
+void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
                       struct sp_fiber *to, unsigned how);
 /* sp_fiber_resume() for a fiber that has been parked (the scheduler's run
  * of a woken fiber): the switch prefetches the stack it returns through. */

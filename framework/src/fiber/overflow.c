@@ -49,7 +49,7 @@ static void report(const struct sp_fiber *f)
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
-    sp_thread_t *t = sp__thread_peek();
+    sp__thread_t *t = sp__thread_peek();
     const struct sp_fiber *f = t ? t->current : NULL;
     if (f && f->stack.lo) {
         const char *a = si->si_addr;

@@ -285,7 +285,7 @@ static int class_index(size_t total)
     return g;
 }
 
-int sp__stack_get(sp_stack_t *st, size_t usable)
+int sp__stack_get(sp__stack_t *st, size_t usable)
 {
     size_t ps = page_size();
     size_t total = SP_GUARD_BYTES + ((usable + ps - 1) & ~(ps - 1));
@@ -313,7 +313,7 @@ int sp__stack_get(sp_stack_t *st, size_t usable)
     return 0;
 }
 
-void sp__stack_put(const sp_stack_t *st)
+void sp__stack_put(const sp__stack_t *st)
 {
     int i = class_index(st->total);
     if (i >= 0 && cache->count[i] < SP_THREAD_CACHE) {

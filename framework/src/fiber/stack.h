@@ -9,17 +9,17 @@
 
 #include <stddef.h>
 
-typedef struct sp_stack {
+typedef struct sp__stack {
     char *lo;     /* start of the whole region (guard included) */
     size_t total; /* guard + usable bytes */
     size_t guard; /* bytes at lo that fault */
-} sp_stack_t;
+} sp__stack_t;
 
 /* Get a region with at least `usable` bytes above the guard.
  * 0 or -ENOMEM. */
-int sp__stack_get(sp_stack_t *st, size_t usable);
+int sp__stack_get(sp__stack_t *st, size_t usable);
 /* Give a region back to the pool. */
-void sp__stack_put(const sp_stack_t *st);
+void sp__stack_put(const sp__stack_t *st);
 /* The guard size used for every stack. */
 size_t sp__stack_guard_size(void);
 

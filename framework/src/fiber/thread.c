@@ -21,12 +21,12 @@ enum { ALTSTACK_BYTES = 64 * 1024 };
 /* Only a pointer is thread-local: it is built with the initial-exec TLS
  * model (one %fs-relative load, no __tls_get_addr call), and 8 bytes fit
  * glibc's static TLS reserve even when the library is dlopen()ed. */
-static _Thread_local sp_thread_t *self;
+static _Thread_local sp__thread_t *self;
 static _Atomic uint64_t id_source = 1;
 static pthread_key_t fini_key;
 static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
 
-static void altstack_init(sp_thread_t *t)
+static void altstack_init(sp__thread_t *t)
 {
     /* Keep an alternate stack someone else (a sanitizer) already set. */
     stack_t cur;
@@ -44,7 +44,7 @@ static void altstack_init(sp_thread_t *t)
     t->altstack = mem;
 }
 
-static void altstack_fini(sp_thread_t *t)
+static void altstack_fini(sp__thread_t *t)
 {
     if (!t->altstack)
         return;
@@ -66,7 +66,7 @@ static void make_key(void)
     pthread_key_create(&fini_key, thread_fini);
 }
 
-static void thread_init(sp_thread_t *t)
+static void thread_init(sp__thread_t *t)
 {
     memset(&t->root, 0, sizeof t->root);
     strcpy(t->root.name, "root");
@@ -85,9 +85,9 @@ static void thread_init(sp_thread_t *t)
 /* Out of line (external, so not inlined as a once-called static would
  * be): sp__thread() itself stays a load, a test and a return, with no
  * registers to save. */
-sp_thread_t *sp__thread_first(void)
+sp__thread_t *sp__thread_first(void)
 {
-    sp_thread_t *t = calloc(1, sizeof *t);
+    sp__thread_t *t = calloc(1, sizeof *t);
     if (!t)
         abort(); /* no memory for the thread's first fiber call */
     thread_init(t);
@@ -95,13 +95,13 @@ sp_thread_t *sp__thread_first(void)
     return t;
 }
 
-sp_thread_t *sp__thread(void)
+sp__thread_t *sp__thread(void)
 {
-    sp_thread_t *t = self;
+    sp__thread_t *t = self;
     return t ? t : sp__thread_first();
 }
 
-sp_thread_t *sp__thread_peek(void)
+sp__thread_t *sp__thread_peek(void)
 {
     return self;
 }
@@ -116,7 +116,7 @@ void sp__errno_set(int v)
     errno = v;
 }
 
-uint64_t sp__fiber_next_id(sp_thread_t *t)
+uint64_t sp__fiber_next_id(sp__thread_t *t)
 {
     if (t->next_id == t->id_end) {
         t->next_id = atomic_fetch_add(&id_source, ID_BATCH);

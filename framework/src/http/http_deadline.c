@@ -42,10 +42,10 @@ static void on_timer(void *p);
 /* On a worker of d->io: a timer on this worker's heap, firing at `at`. */
 static void arm(sp__http_deadline_t *d, uint64_t at, uint64_t now)
 {
-    sp_worker_t *self = sp__sched_self(&d->io->s);
+    sp__worker_t *self = sp__sched_self(&d->io->s);
     if (!self)
         return;
-    sp_timer_heap_t *h = sp__iom_timer_heap(d->io, self->index);
+    sp__timer_heap_t *h = sp__iom_timer_heap(d->io, self->index);
     atomic_fetch_add(&d->refs, 1);
     sp_timer_id_t id;
     if (sp__timer_add_inline(h, at > now ? at - now : 0, on_timer, d, &id) < 0) {

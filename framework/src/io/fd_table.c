@@ -16,7 +16,7 @@
 
 enum { CHUNK_SHIFT = SP_FD_CHUNK_SHIFT, CHUNK = SP_FD_CHUNK };
 
-_Atomic(sp_fd_ctx_t *) *sp__fd_chunks;
+_Atomic(sp__fd_ctx_t *) *sp__fd_chunks;
 size_t sp__fd_nchunks;
 atomic_bool sp__fd_table_ready; /* sp__fd_chunks and sp__fd_nchunks are set */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -37,9 +37,9 @@ static void table_init(void)
     atomic_store_explicit(&sp__fd_table_ready, true, memory_order_release);
 }
 
-static sp_fd_ctx_t *new_chunk(void)
+static sp__fd_ctx_t *new_chunk(void)
 {
-    sp_fd_ctx_t *c = aligned_alloc(_Alignof(sp_fd_ctx_t), CHUNK * sizeof *c);
+    sp__fd_ctx_t *c = aligned_alloc(_Alignof(sp__fd_ctx_t), CHUNK * sizeof *c);
     if (!c)
         return NULL;
     memset(c, 0, CHUNK * sizeof *c);
@@ -50,16 +50,16 @@ static sp_fd_ctx_t *new_chunk(void)
     return c;
 }
 
-sp_fd_ctx_t *sp__fd_ctx(int fd)
+sp__fd_ctx_t *sp__fd_ctx(int fd)
 {
     if (!atomic_load_explicit(&sp__fd_table_ready, memory_order_acquire))
         pthread_once(&once, table_init);
     if (fd < 0 || (size_t)(fd >> CHUNK_SHIFT) >= sp__fd_nchunks)
         return NULL;
-    _Atomic(sp_fd_ctx_t *) *slot = &sp__fd_chunks[fd >> CHUNK_SHIFT];
-    sp_fd_ctx_t *chunk = atomic_load_explicit(slot, memory_order_acquire);
+    _Atomic(sp__fd_ctx_t *) *slot = &sp__fd_chunks[fd >> CHUNK_SHIFT];
+    sp__fd_ctx_t *chunk = atomic_load_explicit(slot, memory_order_acquire);
     if (!chunk) {
-        sp_fd_ctx_t *fresh = new_chunk();
+        sp__fd_ctx_t *fresh = new_chunk();
         if (!fresh)
             return NULL;
         if (atomic_compare_exchange_strong(slot, &chunk, fresh)) {
@@ -71,7 +71,7 @@ sp_fd_ctx_t *sp__fd_ctx(int fd)
     return &chunk[fd & (CHUNK - 1)];
 }
 
-unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
+unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd)
 {
     unsigned fl = atomic_load_explicit(&c->flags, memory_order_acquire);
     if (fl & SP_FD_VALID)
@@ -99,7 +99,7 @@ unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd)
     return fl;
 }
 
-void sp__fd_ctx_forget(sp_fd_ctx_t *c)
+void sp__fd_ctx_forget(sp__fd_ctx_t *c)
 {
     atomic_store(&c->flags, 0);
     atomic_store_explicit(&c->drained, false, memory_order_relaxed);

@@ -12,7 +12,7 @@
 
 #include "base/spin.h"
 
-struct sp_io_watch;
+struct sp__io_watch;
 
 enum sp_fd_flag {
     SP_FD_VALID = 1,    /* the flags describe the fd that has this number */
@@ -23,51 +23,51 @@ enum sp_fd_flag {
 };
 
 /* One cache line each: a wait touches its fd's entry once per message. */
-typedef struct sp_fd_ctx {
+typedef struct sp__fd_ctx {
     _Alignas(64)
-    sp_spin_t lock;
+    sp__spin_t lock;
     _Atomic unsigned flags;
     /* The last read was short: wait before reading. A hint kept apart from
      * `flags` so that setting it costs a plain store, not a locked RMW. */
     _Atomic bool drained;
     _Atomic int64_t rcv_timeout_us, snd_timeout_us; /* -1 = none */
-    struct sp_io_watch *watch[2]; /* armed READ / WRITE event, or NULL */
+    struct sp__io_watch *watch[2]; /* armed READ / WRITE event, or NULL */
     uint32_t wait_seq[2];         /* numbers each armed event */
-} sp_fd_ctx_t;
+} sp__fd_ctx_t;
 
 /* The entry for fd (allocated on first use), or NULL for fd < 0, an fd past
  * the table's limit, or out of memory. */
-sp_fd_ctx_t *sp__fd_ctx(int fd);
+sp__fd_ctx_t *sp__fd_ctx(int fd);
 
 /* The table itself, for the inline lookup below; set up by the first
  * sp__fd_ctx() call. */
 enum { SP_FD_CHUNK_SHIFT = 10, SP_FD_CHUNK = 1 << SP_FD_CHUNK_SHIFT };
-extern _Atomic(sp_fd_ctx_t *) *sp__fd_chunks;
+extern _Atomic(sp__fd_ctx_t *) *sp__fd_chunks;
 extern size_t sp__fd_nchunks;
 extern atomic_bool sp__fd_table_ready;
 
 /* sp__fd_ctx() for an fd whose chunk exists (every fd the process has
  * used), in a few instructions; NULL otherwise: call sp__fd_ctx(). */
-static inline sp_fd_ctx_t *sp__fd_ctx_known(int fd)
+static inline sp__fd_ctx_t *sp__fd_ctx_known(int fd)
 {
     if (!atomic_load_explicit(&sp__fd_table_ready, memory_order_acquire) || fd < 0 ||
         (size_t)(fd >> SP_FD_CHUNK_SHIFT) >= sp__fd_nchunks)
         return NULL;
-    sp_fd_ctx_t *chunk = atomic_load_explicit(&sp__fd_chunks[fd >> SP_FD_CHUNK_SHIFT],
+    sp__fd_ctx_t *chunk = atomic_load_explicit(&sp__fd_chunks[fd >> SP_FD_CHUNK_SHIFT],
                                               memory_order_acquire);
     return chunk ? &chunk[fd & (SP_FD_CHUNK - 1)] : NULL;
 }
 /* The entry's flags, read from the kernel first unless already valid.
  * Takes the lock only on that first read. */
-unsigned sp__fd_ctx_load(sp_fd_ctx_t *c, int fd);
+unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd);
 /* With the lock held: forget what we know (the fd number was closed). */
-void sp__fd_ctx_forget(sp_fd_ctx_t *c);
+void sp__fd_ctx_forget(sp__fd_ctx_t *c);
 
 /* The entry for fd with its flags in *flags (read from the kernel on the
  * entry's first use), or NULL as for sp__fd_ctx(). */
-static inline sp_fd_ctx_t *sp__fd_ctx_flags(int fd, unsigned *flags)
+static inline sp__fd_ctx_t *sp__fd_ctx_flags(int fd, unsigned *flags)
 {
-    sp_fd_ctx_t *c = sp__fd_ctx_known(fd);
+    sp__fd_ctx_t *c = sp__fd_ctx_known(fd);
     if (!c && !(c = sp__fd_ctx(fd)))
         return NULL;
     unsigned fl = atomic_load_explicit(&c->flags, memory_order_acquire);

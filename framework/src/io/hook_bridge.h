@@ -11,25 +11,25 @@
 #include "fd_table.h"
 #include "iomanager_internal.h"
 
-typedef struct sp_hook_bridge {
+typedef struct sp__hook_bridge {
     bool (*enabled)(void);
     int (*wait_any)(const sp_io_want_t *wants, int n, int64_t timeout_us);
     /* The same for one fd whose context the caller looked up. */
-    int (*wait_fd)(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
+    int (*wait_fd)(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
     int (*sleep_us)(uint64_t usec);
     int (*close_fd)(int fd);
     int64_t (*connect_timeout)(void);
-    sp_fd_ctx_t *(*fd_ctx)(int fd);
+    sp__fd_ctx_t *(*fd_ctx)(int fd);
     /* fd's context and its flags (*flags), if the hooks are on for the
      * calling fiber; else NULL. */
-    sp_fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
-    unsigned (*fd_ctx_load)(sp_fd_ctx_t *c, int fd);
-    void (*fd_ctx_forget)(sp_fd_ctx_t *c);
+    sp__fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
+    unsigned (*fd_ctx_load)(sp__fd_ctx_t *c, int fd);
+    void (*fd_ctx_forget)(sp__fd_ctx_t *c);
     int (*run_blocking)(void (*fn)(void *), void *arg);
-} sp_hook_bridge_t;
+} sp__hook_bridge_t;
 
 /* Defined by the hook layer: hand it the framework's table. */
-void sp_hook_attach(const sp_hook_bridge_t *b);
+void sp_hook_attach(const sp__hook_bridge_t *b);
 /* Defined by the hook layer: whether it has a table. */
 bool sp_hook_attached(void);
 

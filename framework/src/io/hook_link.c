@@ -2,7 +2,7 @@
 #include "hook_bridge.h"
 #include "spindle/hook.h"
 
-extern const sp_hook_bridge_t sp__hook_bridge;
+extern const sp__hook_bridge_t sp__hook_bridge;
 
 void sp__hook_connect(void)
 {

@@ -6,13 +6,13 @@
 #include "hook_bridge.h"
 #include "spindle/hook.h"
 
-extern const sp_hook_bridge_t sp__hook_bridge;
+extern const sp__hook_bridge_t sp__hook_bridge;
 
 static _Atomic bool found;
 
 void sp__hook_connect(void)
 {
-    void (*attach)(const sp_hook_bridge_t *);
+    void (*attach)(const sp__hook_bridge_t *);
     *(void **)&attach = dlsym(RTLD_DEFAULT, "sp_hook_attach");
     if (attach) {
         attach(&sp__hook_bridge);

@@ -15,11 +15,11 @@ void sp_hook_enable(bool on)
 }
 
 /* Whether a hooked call on thread t may park. */
-static inline bool hooks_on(const sp_thread_t *t)
+static inline bool hooks_on(const sp__thread_t *t)
 {
     if (!t || t->hooks_off || !t->worker)
         return false;
-    const sp_worker_t *w = t->worker;
+    const sp__worker_t *w = t->worker;
     return w->s->has_io && t->current != &t->root && t->current->sched;
 }
 
@@ -40,9 +40,9 @@ int64_t sp_hook_connect_timeout(void)
 
 /* Every hooked call on a socket starts here: one call that checks the
  * switch, finds the fd's entry and reads its flags, all inline. */
-static sp_fd_ctx_t *fd_active(int fd, unsigned *flags)
+static sp__fd_ctx_t *fd_active(int fd, unsigned *flags)
 {
-    sp_thread_t *t = sp__thread_peek();
+    sp__thread_t *t = sp__thread_peek();
     if (!hooks_on(t))
         return NULL;
     /* The watch this fiber last waited on, asked for while the fd's entry
@@ -55,7 +55,7 @@ static sp_fd_ctx_t *fd_active(int fd, unsigned *flags)
     return sp__fd_ctx_flags(fd, flags);
 }
 
-const sp_hook_bridge_t sp__hook_bridge = {
+const sp__hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
     .wait_any = sp_io_wait_any,
     .wait_fd = sp__io_wait_fd,

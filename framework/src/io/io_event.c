@@ -56,7 +56,7 @@ static void due_push(iom_worker_t *x, struct sp_fiber *f)
 void sp__io_run_due(sp_iomanager_t *io, int worker)
 {
     iom_worker_t *x = io->w[worker];
-    sp_worker_t *self = &io->s.workers[worker];
+    sp__worker_t *self = &io->s.workers[worker];
     /* Nothing adds to the list meanwhile: a running fiber's wake-ups go
      * through the queues (the worker is not polling then). */
     while (x->ndue) {
@@ -74,10 +74,10 @@ void sp__io_run_due(sp_iomanager_t *io, int worker)
  * (not from inside a task), a waiting fiber of this worker is claimed right
  * here and runs as soon as the loop returns (sp__io_run_due), as a callback
  * server's handlers run, with no trip through a locked queue. */
-static void ready_one(struct ev_loop *loop, sp_io_watch_t *w)
+static void ready_one(struct ev_loop *loop, sp__io_watch_t *w)
 {
-    sp_worker_t *self = &w->iom->s.workers[w->owner];
-    sp_fd_ctx_t *ctx = ctx_of(w);
+    sp__worker_t *self = &w->iom->s.workers[w->owner];
+    sp__fd_ctx_t *ctx = ctx_of(w);
     taken_t t;
     sp__spin_lock(&ctx->lock);
     bool got = !w->retired && take(w, 0, false, &t);
@@ -114,7 +114,7 @@ static void ready_flush(struct ev_loop *loop, iom_worker_t *x)
 static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)revents;
-    sp_io_watch_t *w = (sp_io_watch_t *)io;
+    sp__io_watch_t *w = (sp__io_watch_t *)io;
     iom_worker_t *x = ev_userdata(loop);
     sp__prefetch_lines(ctx_of(w), &w->waiter);
     uintptr_t fiber =
@@ -137,15 +137,15 @@ void sp__io_invoke_pending(struct ev_loop *loop)
 /* Arm the fd's watch of direction dir for a waiter or a callback, on
  * worker `owner` (`mine`: the calling thread's). On success *seq numbers
  * this arming. */
-static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
+static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
                int fd, int dir, io_waiter_t *waiter, io_callback_t *call,
                uint32_t *seq)
 {
-    sp_io_watch_t *old = NULL;
+    sp__io_watch_t *old = NULL;
     bool kick_old = false, kick_owner = false;
     int old_owner = 0;
     sp__spin_lock(&ctx->lock);
-    sp_io_watch_t *w = ctx->watch[dir];
+    sp__io_watch_t *w = ctx->watch[dir];
     if (w && (w->waiter || w->call)) {
         sp__spin_unlock(&ctx->lock);
         return -EEXIST;
@@ -209,7 +209,7 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp_fd_ctx_t *ctx,
 
 /* Where one arming of a wait sits, to take it back. */
 typedef struct armed {
-    sp_fd_ctx_t *ctx;
+    sp__fd_ctx_t *ctx;
     int dir;
     uint32_t seq;
 } armed_t;
@@ -222,7 +222,7 @@ static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
         return;
     for (int i = 0; i < n; i++) {
         sp__spin_lock(&a[i].ctx->lock);
-        sp_io_watch_t *w = a[i].ctx->watch[a[i].dir];
+        sp__io_watch_t *w = a[i].ctx->watch[a[i].dir];
         if (w && w->waiter == waiter && w->seq == a[i].seq)
             w->waiter = NULL; /* stays started: the next wait reuses it */
         sp__spin_unlock(&a[i].ctx->lock);
@@ -281,7 +281,7 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
  * the wants is ready, the timeout passes or the wait is cancelled. `ctxs`
  * holds each want's fd context. */
 static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
-                   sp_fd_ctx_t *const *ctxs, int n, int64_t timeout_us)
+                   sp__fd_ctx_t *const *ctxs, int n, int64_t timeout_us)
 {
     io_waiter_t waiter;
     sp__waiter_init(&waiter.base);
@@ -318,7 +318,7 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     int rc = check_wants(wants, n);
     if (rc < 0)
         return rc;
-    sp_fd_ctx_t *few[4] = {NULL}, **ctxs = few;
+    sp__fd_ctx_t *few[4] = {NULL}, **ctxs = few;
     if (n > 4 && !(ctxs = malloc(sizeof *ctxs * (size_t)n)))
         return -ENOMEM;
     for (int i = 0; i < n; i++)
@@ -330,10 +330,10 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
 }
 
 /* The hooks' wait: one fd, one direction. */
-int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
+int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
 {
-    sp_thread_t *t = sp__thread();
-    sp_worker_t *self = t->worker;
+    sp__thread_t *t = sp__thread();
+    sp__worker_t *self = t->worker;
     sp_iomanager_t *io = self ? sp__iom_of(self->s) : NULL;
     if (!io || t->current == &t->root)
         return -EPERM;
@@ -364,7 +364,7 @@ int sp_io_wait(int fd, int event, int64_t timeout_us)
 
 int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
 {
-    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
+    sp__fd_ctx_t *ctx = sp__fd_ctx(fd);
     if (!io || !fn || !ctx || (event != SP_IO_READ && event != SP_IO_WRITE))
         return -EINVAL;
     /* Allocated here, where failing is an answer, not in the loop. */
@@ -374,7 +374,7 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
     *call = (io_callback_t){fn, arg, 0};
     int rc = sp__sched_hold(&io->s);
     if (rc == 0) {
-        sp_worker_t *self = sp__sched_self(&io->s);
+        sp__worker_t *self = sp__sched_self(&io->s);
         int owner = self ? self->index
                          : (int)(atomic_fetch_add(&io->s.rr, 1) %
                                  (unsigned)io->s.nworkers);

@@ -7,15 +7,15 @@
 
 #include "io_watch.h"
 
-static bool on_owner(const sp_io_watch_t *w)
+static bool on_owner(const sp__io_watch_t *w)
 {
-    sp_worker_t *self = sp__sched_self(&w->iom->s);
+    sp__worker_t *self = sp__sched_self(&w->iom->s);
     return self && self->index == w->owner;
 }
 
 /* ctx lock held. Leave w for its owner; false if the owner's worker has
  * ended (its loop is dead: the caller may act on w itself). */
-bool sp__watch_inbox_push(sp_io_watch_t *w)
+bool sp__watch_inbox_push(sp__io_watch_t *w)
 {
     iom_worker_t *x = w->iom->w[w->owner];
     pthread_mutex_lock(&x->inbox_lock);
@@ -35,7 +35,7 @@ bool sp__watch_inbox_push(sp_io_watch_t *w)
  * a plain thread sleeps on a condition variable). */
 typedef struct close_ack {
     _Atomic int pending;
-    sp_waiter_t *waiter;
+    sp__waiter_t *waiter;
     pthread_mutex_t lock;
     pthread_cond_t done;
 } close_ack_t;
@@ -77,7 +77,7 @@ void sp__io_run_callback(void *p)
 
 /* Lock held: w leaves its fd. Returns w if the caller, being the owner,
  * must destroy it after unlocking; otherwise the owner's inbox has it. */
-sp_io_watch_t *sp__watch_retire(sp_io_watch_t *w, bool *kick_owner)
+sp__io_watch_t *sp__watch_retire(sp__io_watch_t *w, bool *kick_owner)
 {
     ctx_of(w)->watch[w->dir] = NULL;
     w->retired = true;
@@ -89,7 +89,7 @@ sp_io_watch_t *sp__watch_retire(sp_io_watch_t *w, bool *kick_owner)
     return NULL;
 }
 
-void sp__watch_track(sp_io_watch_t *w)
+void sp__watch_track(sp__io_watch_t *w)
 {
     iom_worker_t *x = w->iom->w[w->owner];
     pthread_mutex_lock(&x->watches_lock);
@@ -97,7 +97,7 @@ void sp__watch_track(sp_io_watch_t *w)
     pthread_mutex_unlock(&x->watches_lock);
 }
 
-static void untrack(sp_io_watch_t *w)
+static void untrack(sp__io_watch_t *w)
 {
     iom_worker_t *x = w->iom->w[w->owner];
     pthread_mutex_lock(&x->watches_lock);
@@ -111,7 +111,7 @@ static void untrack(sp_io_watch_t *w)
  * the number to a new file. Never called from inside ev_run: no code that
  * frees a watch runs in the loop's callbacks, so a ready batch never holds
  * a freed watch. */
-void sp__watch_destroy(sp_io_watch_t *w, close_ack_t *ack, bool closing)
+void sp__watch_destroy(sp__io_watch_t *w, close_ack_t *ack, bool closing)
 {
     struct ev_loop *loop = loop_of(w);
     if (w->started)
@@ -129,7 +129,7 @@ void sp__io_forget_all(sp_iomanager_t *io)
     for (int i = 0; i < io->nw; i++) {
         sp__list_t *all = &io->w[i]->watches;
         while (all->head) {
-            sp_io_watch_t *w = sp__list_entry(all->head, sp_io_watch_t, all);
+            sp__io_watch_t *w = sp__list_entry(all->head, sp__io_watch_t, all);
             sp__list_remove(all, &w->all);
             sp__spin_lock(&ctx_of(w)->lock);
             if (ctx_of(w)->watch[w->dir] == w)
@@ -159,10 +159,10 @@ void sp__io_worker_gone(sp_iomanager_t *io, int worker)
  * fd locks would invert the order arm() uses. */
 bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
 {
-    sp_io_watch_t *drop = NULL;
+    sp__io_watch_t *drop = NULL;
     bool armed = false;
     for (sp__link_t *l = io->w[worker]->watches.head; l; l = l->next) {
-        sp_io_watch_t *w = sp__list_entry(l, sp_io_watch_t, all);
+        sp__io_watch_t *w = sp__list_entry(l, sp__io_watch_t, all);
         bool kick = false; /* stays false: retired by its owner */
         sp__spin_lock(&ctx_of(w)->lock);
         if (w->waiter || w->call || (w->queued && !w->retired)) {
@@ -174,7 +174,7 @@ bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
         sp__spin_unlock(&ctx_of(w)->lock);
     }
     while (drop) {
-        sp_io_watch_t *next = drop->next;
+        sp__io_watch_t *next = drop->next;
         sp__watch_destroy(drop, NULL, false);
         drop = next;
     }
@@ -185,15 +185,15 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 {
     bool looked = false;
     iom_worker_t *x = io->w[worker];
-    sp_io_watch_t *list = atomic_exchange(&x->inbox, NULL), *fifo = NULL;
+    sp__io_watch_t *list = atomic_exchange(&x->inbox, NULL), *fifo = NULL;
     while (list) { /* the inbox is a stack: reverse into arrival order */
-        sp_io_watch_t *next = list->next;
+        sp__io_watch_t *next = list->next;
         list->next = fifo;
         fifo = list;
         list = next;
     }
     while (fifo) {
-        sp_io_watch_t *w = fifo;
+        sp__io_watch_t *w = fifo;
         fifo = w->next;
         sp__spin_lock(&ctx_of(w)->lock);
         w->queued = false;
@@ -218,19 +218,19 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 static int end_events(int fd, unsigned dirs, int result, bool drop,
                       bool closing)
 {
-    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
+    sp__fd_ctx_t *ctx = sp__fd_ctx(fd);
     if (!ctx)
         return 0;
     taken_t t[2];
     bool got[2] = {false, false}, kick[2] = {false, false};
-    sp_io_watch_t *mine[2] = {NULL, NULL};
+    sp__io_watch_t *mine[2] = {NULL, NULL};
     sp_iomanager_t *ios[2] = {NULL, NULL};
     int owners[2] = {0, 0};
-    sp_waiter_t waiter;
+    sp__waiter_t waiter;
     close_ack_t ack = {.pending = 0};
     sp__spin_lock(&ctx->lock);
     for (int dir = 0; dir < 2; dir++) {
-        sp_io_watch_t *w = ctx->watch[dir];
+        sp__io_watch_t *w = ctx->watch[dir];
         if (!(dirs & (1u << dir)) || !w)
             continue;
         got[dir] = take(w, result, drop, &t[dir]);

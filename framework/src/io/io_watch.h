@@ -15,7 +15,7 @@
  * off themselves (under their fd's lock): when all did, the waiting fiber
  * has nothing to withdraw. */
 typedef struct io_waiter {
-    sp_waiter_t base;
+    sp__waiter_t base;
     _Atomic int unarmed;
 } io_waiter_t;
 
@@ -24,7 +24,7 @@ typedef struct io_waiter {
  * reads: libev's part (which it has just read), the fd's context and the
  * prefetch hints; it asks for the second, which ready_one reads under the
  * fd's lock. */
-typedef struct sp_io_watch {
+typedef struct sp__io_watch {
     ev_io io; /* first: libev hands this pointer to on_ready; io.data is
                  the fd's context (set once), read with ctx_of() */
     /* The armed fiber and its parked frames, for on_ready to prefetch;
@@ -41,11 +41,11 @@ typedef struct sp_io_watch {
     bool closing;  /* retired because its fd is being closed */
     bool started;  /* owner thread only */
     struct close_ack *ack; /* a closer waiting for the owner to drop it */
-    struct sp_io_watch *next; /* inbox link */
+    struct sp__io_watch *next; /* inbox link */
     sp__link_t all; /* in the owner's `watches`, under its lock */
-} sp_io_watch_t;
+} sp__io_watch_t;
 
-static inline sp_fd_ctx_t *ctx_of(const sp_io_watch_t *w)
+static inline sp__fd_ctx_t *ctx_of(const sp__io_watch_t *w)
 {
     return w->io.data;
 }
@@ -61,13 +61,13 @@ typedef struct io_callback {
 /* What was taken off a watch, to deliver once the lock is released. */
 typedef struct taken {
     sp_iomanager_t *io;
-    sp_waiter_t *waiter;
+    sp__waiter_t *waiter;
     io_callback_t *call;
     int result;
     bool drop; /* deleted: no wake-up, no callback */
 } taken_t;
 
-static inline struct ev_loop *loop_of(const sp_io_watch_t *w)
+static inline struct ev_loop *loop_of(const sp__io_watch_t *w)
 {
     return w->iom->w[w->owner]->loop;
 }
@@ -76,11 +76,11 @@ static inline struct ev_loop *loop_of(const sp_io_watch_t *w)
 void sp__io_run_callback(void *p);
 
 /* Lock held. Take the waiter or callback off w; false if w is idle. */
-static inline bool take(sp_io_watch_t *w, int result, bool drop, taken_t *out)
+static inline bool take(sp__io_watch_t *w, int result, bool drop, taken_t *out)
 {
     if (!w->waiter && !w->call)
         return false;
-    sp_waiter_t *waiter = w->waiter ? &w->waiter->base : NULL;
+    sp__waiter_t *waiter = w->waiter ? &w->waiter->base : NULL;
     *out = (taken_t){w->iom, waiter, w->call, result, drop};
     if (waiter) {
         sp__waiter_promise(waiter, result);
@@ -119,12 +119,12 @@ struct close_ack;
 /* Lock held: w leaves its fd. Returns w if the caller, being the owner,
  * must free it (sp__watch_destroy) after unlocking; otherwise the owner's
  * inbox has it and *kick_owner says to wake the owner. */
-sp_io_watch_t *sp__watch_retire(sp_io_watch_t *w, bool *kick_owner);
+sp__io_watch_t *sp__watch_retire(sp__io_watch_t *w, bool *kick_owner);
 /* ctx lock held: leave w for its owner; false if the owner has ended. */
-bool sp__watch_inbox_push(sp_io_watch_t *w);
+bool sp__watch_inbox_push(sp__io_watch_t *w);
 /* A new watch joins its owner's list (io->w[owner]->watches). */
-void sp__watch_track(sp_io_watch_t *w);
+void sp__watch_track(sp__io_watch_t *w);
 /* Owner thread: stop and free w (see io_watch.c). */
-void sp__watch_destroy(sp_io_watch_t *w, struct close_ack *ack, bool closing);
+void sp__watch_destroy(sp__io_watch_t *w, struct close_ack *ack, bool closing);
 
 #endif

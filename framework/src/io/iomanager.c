@@ -38,7 +38,7 @@ sp_scheduler_t *sp_iomanager_scheduler(sp_iomanager_t *io)
     return &io->s;
 }
 
-sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker)
+sp__timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker)
 {
     return worker >= 0 && worker < io->nw ? &io->w[worker]->timers : NULL;
 }

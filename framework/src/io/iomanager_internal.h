@@ -12,7 +12,7 @@
 #include "spindle/iomanager.h"
 #include "timer_internal.h"
 
-struct sp_io_watch;
+struct sp__io_watch;
 
 /* One worker slot. Slots are allocated separately and never move: other
  * threads reach a slot by index (kicks, timer ids, watch owners) at any
@@ -28,14 +28,14 @@ typedef struct iom_worker {
     int pipe_rd, pipe_wr; /* -1 until then */
     ev_io pipe_io;
     ev_timer wake_timer;
-    _Atomic(struct sp_io_watch *) inbox; /* watches for the owner to act on */
+    _Atomic(struct sp__io_watch *) inbox; /* watches for the owner to act on */
     pthread_mutex_t inbox_lock;          /* pushes versus the worker ending */
     bool gone;                           /* no thread runs it: no inbox */
-    sp_timer_heap_t timers;
+    sp__timer_heap_t timers;
     /* The watches it owns, to drop the idle ones when an extra retires and
      * to free them all at the end. */
     pthread_mutex_t watches_lock;
-    sp__list_t watches; /* of sp_io_watch_t, by their `all` link */
+    sp__list_t watches; /* of sp__io_watch_t, by their `all` link */
     /* Fibers ready_one woke during one ev_run, in libev's invocation order,
      * which is the reverse of the kernel's (libev runs its pending
      * callbacks last in, first out); sp__io_run_due runs them back to
@@ -49,7 +49,7 @@ typedef struct iom_worker {
      * back for all of them (or READY_BATCH of them). Only libev's
      * callbacks run inside the loop, and none frees a watch, so a noted
      * watch is still there when it is handled. Owner thread. */
-    struct sp_io_watch *batch[READY_BATCH];
+    struct sp__io_watch *batch[READY_BATCH];
     unsigned nbatch;
 } iom_worker_t;
 
@@ -58,7 +58,7 @@ typedef struct iom_worker {
 void sp__io_invoke_pending(struct ev_loop *loop);
 /* The timer heap of worker slot `worker` (base or extra), or NULL past the
  * slots. */
-sp_timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
+sp__timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
 /* Wake the owner of a heap if it is idle, so it re-arms for an earlier
  * deadline. */
 void sp__iom_timer_kick(sp_iomanager_t *io, int worker);
@@ -74,7 +74,7 @@ sp_iomanager_t *sp__iom_of(sp_scheduler_t *s);
 /* sp_io_wait() with fd's context already looked up (NULL: -EBADF), for
  * the framework's own hot paths; -EPERM outside an IOManager fiber. event
  * is SP_IO_READ or SP_IO_WRITE, exactly one (callers check). */
-int sp__io_wait_fd(sp_fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
+int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
 /* After ev_run: run the fibers its callbacks woke, in the order the kernel
  * reported their fds ready, so that under load every connection waits about
  * one batch (last in, first out would serve a connection alternately first

@@ -22,10 +22,10 @@ int sp_timer_add(sp_iomanager_t *io, uint64_t delay_us, sp_timer_fn fn,
         ((flags & SP_TIMER_RECURRING) && delay_us == 0))
         return -EINVAL;
     sp_scheduler_t *s = sp_iomanager_scheduler(io);
-    sp_worker_t *self = sp__sched_self(s);
+    sp__worker_t *self = sp__sched_self(s);
     int worker = self ? self->index
                       : (int)(atomic_fetch_add(&s->rr, 1) % (unsigned)s->nworkers);
-    sp_timer_heap_t *h = sp__iom_timer_heap(io, worker);
+    sp__timer_heap_t *h = sp__iom_timer_heap(io, worker);
     bool first;
     int rc = sp__timer_heap_add(h, delay_us * 1000, fn, arg, flags & SP_TIMER_RECURRING,
                                 alive, id, &first);
@@ -37,7 +37,7 @@ int sp_timer_add(sp_iomanager_t *io, uint64_t delay_us, sp_timer_fn fn,
 }
 
 /* The heap owning id; NULL for an id that cannot be ours. */
-static sp_timer_heap_t *owner_of(sp_iomanager_t *io, sp_timer_id_t id)
+static sp__timer_heap_t *owner_of(sp_iomanager_t *io, sp_timer_id_t id)
 {
     io = resolve(io);
     if (!io || !id)
@@ -50,7 +50,7 @@ static sp_timer_heap_t *owner_of(sp_iomanager_t *io, sp_timer_id_t id)
 
 int sp_timer_cancel(sp_iomanager_t *io, sp_timer_id_t id)
 {
-    sp_timer_heap_t *h = owner_of(io, id);
+    sp__timer_heap_t *h = owner_of(io, id);
     return h ? sp__timer_heap_cancel(h, id) : -ENOENT;
 }
 
@@ -58,13 +58,13 @@ static int retime(sp_iomanager_t *io, sp_timer_id_t id, bool set_period,
                   uint64_t period_ns, bool from_now)
 {
     io = resolve(io);
-    sp_timer_heap_t *h = owner_of(io, id);
+    sp__timer_heap_t *h = owner_of(io, id);
     bool first;
     int rc = h ? sp__timer_heap_retime(h, id, set_period, period_ns, from_now, &first)
                : -ENOENT;
     if (rc < 0)
         return rc;
-    sp_worker_t *self = sp__sched_self(sp_iomanager_scheduler(io));
+    sp__worker_t *self = sp__sched_self(sp_iomanager_scheduler(io));
     if (first && (!self || self->index != h->worker))
         sp__iom_timer_kick(io, h->worker);
     return 0;
@@ -92,9 +92,9 @@ int sp_sleep_us(uint64_t usec)
     sp_iomanager_t *io = sp_iomanager_current();
     if (!io || !sp_fiber_current())
         return -EPERM;
-    sp_worker_t *self = sp__sched_self(sp_iomanager_scheduler(io));
-    sp_timer_heap_t *h = sp__iom_timer_heap(io, self->index);
-    sp_waiter_t w;
+    sp__worker_t *self = sp__sched_self(sp_iomanager_scheduler(io));
+    sp__timer_heap_t *h = sp__iom_timer_heap(io, self->index);
+    sp__waiter_t w;
     sp__waiter_init(&w);
     int rc = sp__timer_add_inline(h, usec * 1000, wake_sleeper, &w, NULL);
     if (rc < 0)

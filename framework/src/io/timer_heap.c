@@ -30,7 +30,7 @@ struct sp_token {
     _Atomic bool alive;
 };
 
-struct sp_timer_slot {
+struct sp__timer_slot {
     uint64_t deadline, start, period, seq; /* ns, monotonic */
     sp_timer_fn fn;
     void *arg;
@@ -88,20 +88,20 @@ void sp_token_kill(sp_token_t *t)
 
 /* ---- heap --------------------------------------------------------------- */
 
-static bool earlier(const sp_timer_heap_t *h, uint32_t a, uint32_t b)
+static bool earlier(const sp__timer_heap_t *h, uint32_t a, uint32_t b)
 {
-    const sp_timer_slot_t *x = &h->slots[a], *y = &h->slots[b];
+    const sp__timer_slot_t *x = &h->slots[a], *y = &h->slots[b];
     return x->deadline < y->deadline ||
            (x->deadline == y->deadline && x->seq < y->seq);
 }
 
-static void place(sp_timer_heap_t *h, uint32_t pos, uint32_t slot)
+static void place(sp__timer_heap_t *h, uint32_t pos, uint32_t slot)
 {
     h->heap[pos] = slot;
     h->slots[slot].heap_pos = pos;
 }
 
-static void sift_up(sp_timer_heap_t *h, uint32_t pos)
+static void sift_up(sp__timer_heap_t *h, uint32_t pos)
 {
     uint32_t slot = h->heap[pos];
     while (pos > 0) {
@@ -114,7 +114,7 @@ static void sift_up(sp_timer_heap_t *h, uint32_t pos)
     place(h, pos, slot);
 }
 
-static void sift_down(sp_timer_heap_t *h, uint32_t pos)
+static void sift_down(sp__timer_heap_t *h, uint32_t pos)
 {
     uint32_t slot = h->heap[pos];
     for (;;) {
@@ -131,7 +131,7 @@ static void sift_down(sp_timer_heap_t *h, uint32_t pos)
     place(h, pos, slot);
 }
 
-static void heap_remove(sp_timer_heap_t *h, uint32_t slot)
+static void heap_remove(sp__timer_heap_t *h, uint32_t slot)
 {
     uint32_t pos = h->slots[slot].heap_pos;
     uint32_t last = h->heap[--h->nheap];
@@ -145,7 +145,7 @@ static void heap_remove(sp_timer_heap_t *h, uint32_t slot)
 }
 
 /* Deadline changed: restore heap order around the slot. */
-static void heap_update(sp_timer_heap_t *h, uint32_t slot)
+static void heap_update(sp__timer_heap_t *h, uint32_t slot)
 {
     h->slots[slot].seq = h->seq++;
     sift_up(h, h->slots[slot].heap_pos);
@@ -154,7 +154,7 @@ static void heap_update(sp_timer_heap_t *h, uint32_t slot)
 
 /* ---- slots -------------------------------------------------------------- */
 
-static int slot_alloc(sp_timer_heap_t *h, uint32_t *out)
+static int slot_alloc(sp__timer_heap_t *h, uint32_t *out)
 {
     if (h->free_head != NO_SLOT) {
         *out = h->free_head;
@@ -165,7 +165,7 @@ static int slot_alloc(sp_timer_heap_t *h, uint32_t *out)
         uint32_t cap = h->cap ? h->cap * 2 : 256;
         if (cap > (1u << ID_SLOT_BITS))
             return -ENOMEM;
-        sp_timer_slot_t *s = realloc(h->slots, cap * sizeof *s);
+        sp__timer_slot_t *s = realloc(h->slots, cap * sizeof *s);
         if (!s)
             return -ENOMEM;
         h->slots = s;
@@ -180,9 +180,9 @@ static int slot_alloc(sp_timer_heap_t *h, uint32_t *out)
     return 0;
 }
 
-static void slot_free(sp_timer_heap_t *h, uint32_t slot)
+static void slot_free(sp__timer_heap_t *h, uint32_t slot)
 {
-    sp_timer_slot_t *s = &h->slots[slot];
+    sp__timer_slot_t *s = &h->slots[slot];
     s->gen = (s->gen + 1) & ((1u << ID_GEN_BITS) - 1);
     if (!s->gen)
         s->gen = 1;
@@ -190,7 +190,7 @@ static void slot_free(sp_timer_heap_t *h, uint32_t slot)
     h->free_head = slot;
 }
 
-static sp_timer_id_t make_id(const sp_timer_heap_t *h, uint32_t slot)
+static sp_timer_id_t make_id(const sp__timer_heap_t *h, uint32_t slot)
 {
     return ((uint64_t)h->slots[slot].gen << (ID_WORKER_BITS + ID_SLOT_BITS)) |
            ((uint64_t)slot << ID_WORKER_BITS) | (uint64_t)h->worker;
@@ -202,7 +202,7 @@ static int id_worker(sp_timer_id_t id)
 }
 
 /* The armed slot named by id, or NO_SLOT. Lock held. */
-static uint32_t find(const sp_timer_heap_t *h, sp_timer_id_t id)
+static uint32_t find(const sp__timer_heap_t *h, sp_timer_id_t id)
 {
     uint32_t slot = (uint32_t)(id >> ID_WORKER_BITS) & ((1u << ID_SLOT_BITS) - 1);
     uint32_t gen = (uint32_t)(id >> (ID_WORKER_BITS + ID_SLOT_BITS));
@@ -214,7 +214,7 @@ static uint32_t find(const sp_timer_heap_t *h, sp_timer_id_t id)
 
 /* ---- heap life cycle ---------------------------------------------------- */
 
-int sp__timer_heap_init(sp_timer_heap_t *h, struct sp_scheduler *s, int worker)
+int sp__timer_heap_init(sp__timer_heap_t *h, struct sp_scheduler *s, int worker)
 {
     memset(h, 0, sizeof *h);
     h->free_head = NO_SLOT;
@@ -223,7 +223,7 @@ int sp__timer_heap_init(sp_timer_heap_t *h, struct sp_scheduler *s, int worker)
     return -pthread_mutex_init(&h->lock, NULL);
 }
 
-void sp__timer_heap_fini(sp_timer_heap_t *h)
+void sp__timer_heap_fini(sp__timer_heap_t *h)
 {
     for (uint32_t i = 0; i < h->nheap; i++)
         token_unref(h->slots[h->heap[i]].alive);
@@ -232,7 +232,7 @@ void sp__timer_heap_fini(sp_timer_heap_t *h)
     pthread_mutex_destroy(&h->lock);
 }
 
-int64_t sp__timer_heap_next(sp_timer_heap_t *h)
+int64_t sp__timer_heap_next(sp__timer_heap_t *h)
 {
     /* Only the owner adds inline timers; others add under the lock and then
      * kick the owner, so a stale zero here is followed by a wake-up. */
@@ -277,7 +277,7 @@ static void run_conditional(void *p)
  * promises: a recurring timer's callbacks then run one after another on
  * one thread, never on two at once (a stealable task could be taken by an
  * idle worker while the next period's ran here). */
-static void dispatch(sp_timer_heap_t *h, due_t *d)
+static void dispatch(sp__timer_heap_t *h, due_t *d)
 {
     if (d->inline_cb) {
         d->fn(d->arg);
@@ -298,7 +298,7 @@ static void dispatch(sp_timer_heap_t *h, due_t *d)
         sp__sched_release(h->sched);
 }
 
-void sp__timer_heap_expire(sp_timer_heap_t *h)
+void sp__timer_heap_expire(sp__timer_heap_t *h)
 {
     due_t due[EXPIRE_BATCH];
     size_t n;
@@ -311,7 +311,7 @@ void sp__timer_heap_expire(sp_timer_heap_t *h)
         while (n < EXPIRE_BATCH && h->nheap &&
                h->slots[h->heap[0]].deadline <= now) {
             uint32_t slot = h->heap[0];
-            sp_timer_slot_t *s = &h->slots[slot];
+            sp__timer_slot_t *s = &h->slots[slot];
             due_t *d = &due[n];
             d->fn = s->fn;
             d->arg = s->arg;
@@ -351,7 +351,7 @@ void sp__timer_heap_expire(sp_timer_heap_t *h)
 
 /* ---- adding, cancelling, retiming (the owner's lock held inside) ---- */
 
-static int add_locked(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
+static int add_locked(sp__timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
                       void *arg, bool recurring, bool inline_cb,
                       sp_token_t *alive, sp_timer_id_t *id, bool *first)
 {
@@ -359,7 +359,7 @@ static int add_locked(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
     int rc = slot_alloc(h, &slot);
     if (rc < 0)
         return rc;
-    sp_timer_slot_t *s = &h->slots[slot];
+    sp__timer_slot_t *s = &h->slots[slot];
     s->start = sp_now_ns();
     s->deadline = s->start + delay_ns;
     s->period = delay_ns ? delay_ns : 1;
@@ -379,7 +379,7 @@ static int add_locked(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
     return 0;
 }
 
-int sp__timer_add_inline(sp_timer_heap_t *h, uint64_t delay_ns,
+int sp__timer_add_inline(sp__timer_heap_t *h, uint64_t delay_ns,
                          sp_timer_fn fn, void *arg, sp_timer_id_t *id)
 {
     int rc = sp__sched_hold(h->sched);
@@ -394,7 +394,7 @@ int sp__timer_add_inline(sp_timer_heap_t *h, uint64_t delay_ns,
     return rc;
 }
 
-int sp__timer_heap_add(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
+int sp__timer_heap_add(sp__timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
                        void *arg, bool recurring, sp_token_t *alive,
                        sp_timer_id_t *id, bool *first)
 {
@@ -414,7 +414,7 @@ int sp__timer_id_worker(sp_timer_id_t id)
     return id_worker(id);
 }
 
-int sp__timer_heap_cancel(sp_timer_heap_t *h, sp_timer_id_t id)
+int sp__timer_heap_cancel(sp__timer_heap_t *h, sp_timer_id_t id)
 {
     pthread_mutex_lock(&h->lock);
     uint32_t slot = find(h, id);
@@ -432,14 +432,14 @@ int sp__timer_heap_cancel(sp_timer_heap_t *h, sp_timer_id_t id)
     return 0;
 }
 
-int sp__timer_heap_retime(sp_timer_heap_t *h, sp_timer_id_t id, bool set_period,
+int sp__timer_heap_retime(sp__timer_heap_t *h, sp_timer_id_t id, bool set_period,
                           uint64_t period_ns, bool from_now, bool *first)
 {
     pthread_mutex_lock(&h->lock);
     uint32_t slot = find(h, id);
     *first = false;
     if (slot != NO_SLOT) {
-        sp_timer_slot_t *s = &h->slots[slot];
+        sp__timer_slot_t *s = &h->slots[slot];
         if (set_period)
             s->period = period_ns ? period_ns : 1;
         uint64_t now = sp_now_ns();

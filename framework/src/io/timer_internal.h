@@ -15,11 +15,11 @@
 
 struct sp_scheduler;
 
-typedef struct sp_timer_slot sp_timer_slot_t;
+typedef struct sp__timer_slot sp__timer_slot_t;
 
-typedef struct sp_timer_heap {
+typedef struct sp__timer_heap {
     pthread_mutex_t lock;
-    sp_timer_slot_t *slots; /* grows by realloc, under lock */
+    sp__timer_slot_t *slots; /* grows by realloc, under lock */
     uint32_t nslots, cap;
     uint32_t free_head; /* UINT32_MAX = none */
     uint32_t *heap;     /* slot indices, min-heap by (deadline, seq) */
@@ -28,31 +28,31 @@ typedef struct sp_timer_heap {
     uint64_t seq;
     struct sp_scheduler *sched;
     int worker;
-} sp_timer_heap_t;
+} sp__timer_heap_t;
 
-int sp__timer_heap_init(sp_timer_heap_t *h, struct sp_scheduler *s,
+int sp__timer_heap_init(sp__timer_heap_t *h, struct sp_scheduler *s,
                         int worker);
-void sp__timer_heap_fini(sp_timer_heap_t *h);
+void sp__timer_heap_fini(sp__timer_heap_t *h);
 /* Nanoseconds until the earliest deadline (0 if due), or -1 if none. */
-int64_t sp__timer_heap_next(sp_timer_heap_t *h);
+int64_t sp__timer_heap_next(sp__timer_heap_t *h);
 /* Run or schedule every due timer. Called by the owning worker only. */
-void sp__timer_heap_expire(sp_timer_heap_t *h);
+void sp__timer_heap_expire(sp__timer_heap_t *h);
 
 /* Add a timer whose callback runs directly on the owning worker's scheduler
  * context instead of as a task (for framework-internal wake-ups that never
  * block). Owner = the calling worker. */
-int sp__timer_add_inline(sp_timer_heap_t *h, uint64_t delay_ns,
+int sp__timer_add_inline(sp__timer_heap_t *h, uint64_t delay_ns,
                          sp_timer_fn fn, void *arg, sp_timer_id_t *id);
 
 /* The heap's side of timer.h (timer.c picks the heap and wakes its owner).
  * add: a timer on h (holding h's scheduler while armed); *first: it is
  * now the earliest. cancel, retime: 0 or -ENOENT for an id not (or no
  * longer) on h. */
-int sp__timer_heap_add(sp_timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
+int sp__timer_heap_add(sp__timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
                        void *arg, bool recurring, sp_token_t *alive,
                        sp_timer_id_t *id, bool *first);
-int sp__timer_heap_cancel(sp_timer_heap_t *h, sp_timer_id_t id);
-int sp__timer_heap_retime(sp_timer_heap_t *h, sp_timer_id_t id, bool set_period,
+int sp__timer_heap_cancel(sp__timer_heap_t *h, sp_timer_id_t id);
+int sp__timer_heap_retime(sp__timer_heap_t *h, sp_timer_id_t id, bool set_period,
                           uint64_t period_ns, bool from_now, bool *first);
 /* The worker whose heap an id is on. */
 int sp__timer_id_worker(sp_timer_id_t id);

@@ -175,7 +175,7 @@ sp_logger_t *sp_logger(const char *name)
 
 typedef struct set_apps {
     sp_logger_t *lg;
-    sp_log_appset_t *apps;
+    sp__log_appset_t *apps;
 } set_apps_t;
 
 static void set_apps_ctl(void *arg)
@@ -218,10 +218,10 @@ static long thread_id(void)
 }
 
 /* A record for a message of len bytes (to be filled in), stamped now. */
-static sp_log_record_t *record_new(sp_logger_t *lg, int level, const char *file,
+static sp__log_record_t *record_new(sp_logger_t *lg, int level, const char *file,
                                   int line, size_t len)
 {
-    sp_log_record_t *r = malloc(sizeof *r + len + 1);
+    sp__log_record_t *r = malloc(sizeof *r + len + 1);
     if (!r)
         return NULL;
     memset(r, 0, sizeof *r);
@@ -239,7 +239,7 @@ static sp_log_record_t *record_new(sp_logger_t *lg, int level, const char *file,
     return r;
 }
 
-sp_log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file, int line,
+sp__log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file, int line,
                                 const char *fmt, va_list ap)
 {
     /* Most messages fit the stack buffer: format once, copy once. */
@@ -248,7 +248,7 @@ sp_log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file, in
     va_copy(again, ap);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     size_t len = n < 0 ? 0 : (size_t)n;
-    sp_log_record_t *r = record_new(lg, level, file, line, len);
+    sp__log_record_t *r = record_new(lg, level, file, line, len);
     if (r && len < sizeof small)
         memcpy(r->msg, small, len);
     else if (r)
@@ -264,7 +264,7 @@ void sp_log_vwrite(sp_logger_t *lg, sp_log_level_t level, const char *file, int 
         lg = sp_log_root();
     if ((unsigned)level >= SP_LEVEL_OFF || !fmt)
         return;
-    sp_log_record_t *r = sp__log_record(lg, level, file, line, fmt, ap);
+    sp__log_record_t *r = sp__log_record(lg, level, file, line, fmt, ap);
     if (!r) {
         sp__log_drop();
         return;
@@ -285,7 +285,7 @@ void sp_log_write(sp_logger_t *lg, sp_log_level_t level, const char *file, int l
 
 /* ---- executing a record (writer state) ------------------------------------- */
 
-sp_log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
+sp__log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
 {
     static sp_logger_t *self;
     if (!self)
@@ -294,7 +294,7 @@ sp_log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...
         return NULL;
     va_list ap;
     va_start(ap, fmt);
-    sp_log_record_t *r = sp__log_record(self, SP_LEVEL_WARN, file, line, fmt, ap);
+    sp__log_record_t *r = sp__log_record(self, SP_LEVEL_WARN, file, line, fmt, ap);
     va_end(ap);
     return r;
 }
@@ -305,7 +305,7 @@ static void report_drops(void)
     uint64_t n = sp__log_take_unreported();
     if (!n || !sp_log_enabled(sp_logger("spindle.log"), SP_LEVEL_WARN))
         return;
-    sp_log_record_t *r = sp__log_notice(__FILE__, __LINE__,
+    sp__log_record_t *r = sp__log_notice(__FILE__, __LINE__,
                                         "%llu messages dropped (log queue full)",
                                         (unsigned long long)n);
     if (r) {
@@ -314,7 +314,7 @@ static void report_drops(void)
     }
 }
 
-void sp__log_exec(sp_log_record_t *r)
+void sp__log_exec(sp__log_record_t *r)
 {
     if (r->ctl) {
         sp__appenders_flush(); /* earlier lines first; see appender release */

@@ -26,10 +26,10 @@ struct sp_log_appender {
     kind_t kind;
     int fd;
     char *path;
-    sp_log_pattern_t *pattern; /* NULL: the default pattern */
+    sp__log_pattern_t *pattern; /* NULL: the default pattern */
     sp_log_sink_fn fn;
     void *arg;
-    sp_lbuf_t buf; /* writer state */
+    sp__lbuf_t buf; /* writer state */
     uint64_t lost; /* writer state: lines lost here and not yet said here */
     int err;       /* writer state: why the last of them was lost */
     sp__link_t link; /* in `all` */
@@ -42,8 +42,8 @@ static sp_log_appender_t *appender_of(sp__link_t *l)
 {
     return sp__list_entry(l, sp_log_appender_t, link);
 }
-static sp_log_pattern_t *default_pattern; /* writer state */
-static sp_lbuf_t scratch;                 /* writer state: callback lines */
+static sp__log_pattern_t *default_pattern; /* writer state */
+static sp__lbuf_t scratch;                 /* writer state: callback lines */
 
 void sp__appenders_hold(bool hold)
 {
@@ -152,9 +152,9 @@ void sp_log_appender_release(sp_log_appender_t *a)
 
 /* ---- appender sets ------------------------------------------------------ */
 
-sp_log_appset_t *sp__appset_new(sp_log_appender_t *const *apps, size_t n)
+sp__log_appset_t *sp__appset_new(sp_log_appender_t *const *apps, size_t n)
 {
-    sp_log_appset_t *s = malloc(sizeof *s + n * sizeof s->a[0]);
+    sp__log_appset_t *s = malloc(sizeof *s + n * sizeof s->a[0]);
     if (!s)
         return NULL;
     s->n = n;
@@ -165,7 +165,7 @@ sp_log_appset_t *sp__appset_new(sp_log_appender_t *const *apps, size_t n)
     return s;
 }
 
-void sp__appset_free(sp_log_appset_t *s)
+void sp__appset_free(sp__log_appset_t *s)
 {
     for (size_t i = 0; s && i < s->n; i++)
         sp_log_appender_release(s->a[i]);
@@ -174,13 +174,13 @@ void sp__appset_free(sp_log_appset_t *s)
 
 /* ---- writing (writer state) ----------------------------------------------- */
 
-void sp__appenders_set_default(sp_log_pattern_t *p)
+void sp__appenders_set_default(sp__log_pattern_t *p)
 {
     sp__pattern_free(default_pattern);
     default_pattern = p;
 }
 
-static sp_log_pattern_t *pattern_of(const sp_log_appender_t *a)
+static sp__log_pattern_t *pattern_of(const sp_log_appender_t *a)
 {
     if (a->pattern)
         return a->pattern;
@@ -248,11 +248,11 @@ static void put_lines(sp_log_appender_t *a, const char *p, size_t n, size_t note
 
 /* Lay out "N log lines lost (reason)" at the end of `out`; false when it
  * cannot (out of memory). */
-static bool lost_note(const sp_log_appender_t *a, sp_lbuf_t *out)
+static bool lost_note(const sp_log_appender_t *a, sp__lbuf_t *out)
 {
-    sp_log_record_t *r = sp__log_notice(__FILE__, __LINE__, "%llu log lines lost (%s)",
+    sp__log_record_t *r = sp__log_notice(__FILE__, __LINE__, "%llu log lines lost (%s)",
                                         (unsigned long long)a->lost, strerror(a->err));
-    sp_log_pattern_t *p = pattern_of(a);
+    sp__log_pattern_t *p = pattern_of(a);
     bool ok = r && p && sp__pattern_format(p, r, out);
     free(r);
     return ok;
@@ -264,7 +264,7 @@ static void flush_one(sp_log_appender_t *a)
 {
     if (!a->buf.len)
         return;
-    const sp_lbuf_t *out = &a->buf;
+    const sp__lbuf_t *out = &a->buf;
     size_t note = 0;
     if (a->lost && !sp_log_enabled(sp_logger("spindle.log"), SP_LEVEL_WARN))
         a->lost = 0; /* the log's notes about itself are turned off */
@@ -280,10 +280,10 @@ static void flush_one(sp_log_appender_t *a)
     a->buf.len = 0;
 }
 
-void sp__appender_emit(sp_log_appender_t *a, const sp_log_record_t *r)
+void sp__appender_emit(sp_log_appender_t *a, const sp__log_record_t *r)
 {
-    sp_log_pattern_t *p = pattern_of(a);
-    sp_lbuf_t *out = a->kind == APP_CALLBACK ? &scratch : &a->buf;
+    sp__log_pattern_t *p = pattern_of(a);
+    sp__lbuf_t *out = a->kind == APP_CALLBACK ? &scratch : &a->buf;
     size_t before = out->len;
     /* A callback's line is NUL-terminated as well. */
     if (!p || !sp__pattern_format(p, r, out) ||

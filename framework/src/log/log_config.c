@@ -116,7 +116,7 @@ static sp_log_appender_t *make_appender(const sp_cnode_t *n, const char *what,
     if ((tn && !type) || (pn && !path) || (patn && !pattern))
         return NULL; /* reported */
     char msg[256];
-    sp_log_pattern_t *check = pattern ? sp__pattern_compile(pattern, msg, sizeof msg) : NULL;
+    sp__log_pattern_t *check = pattern ? sp__pattern_compile(pattern, msg, sizeof msg) : NULL;
     if (pattern && !check) {
         sp_config_error(r, patn, "%s: %s", what, msg);
         return NULL;
@@ -366,7 +366,7 @@ static int level_ok(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
 static int pattern_ok(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
 {
     (void)arg;
-    sp_log_pattern_t *p = sp__pattern_compile(v->u.s, msg, len);
+    sp__log_pattern_t *p = sp__pattern_compile(v->u.s, msg, len);
     sp__pattern_free(p);
     return p ? 0 : -1;
 }

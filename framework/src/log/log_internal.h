@@ -25,21 +25,21 @@
 
 /* ---- growable byte buffer ----------------------------------------------- */
 
-typedef struct sp_lbuf {
+typedef struct sp__lbuf {
     char *data;
     size_t len, cap;
-} sp_lbuf_t;
+} sp__lbuf_t;
 
 /* Append n bytes; false when memory ran out (the buffer is unchanged). */
-bool sp__lbuf_put(sp_lbuf_t *b, const char *s, size_t n);
+bool sp__lbuf_put(sp__lbuf_t *b, const char *s, size_t n);
 
 /* ---- records ------------------------------------------------------------ */
 
-typedef struct sp_log_record sp_log_record_t;
+typedef struct sp__log_record sp__log_record_t;
 typedef void (*sp_log_ctl_fn)(void *arg);
 
-struct sp_log_record {
-    sp_log_record_t *next;
+struct sp__log_record {
+    sp__log_record_t *next;
     sp_log_ctl_fn ctl; /* a control record when set: ctl(ctl_arg) */
     void *ctl_arg;
     sp_logger_t *logger;
@@ -56,39 +56,39 @@ struct sp_log_record {
 
 /* ---- patterns (log_pattern.c) ------------------------------------------- */
 
-typedef struct sp_log_pattern sp_log_pattern_t;
+typedef struct sp__log_pattern sp__log_pattern_t;
 
 /* NULL + reason in msg on a bad pattern (or out of memory). */
-sp_log_pattern_t *sp__pattern_compile(const char *text, char *msg, size_t len);
-void sp__pattern_free(sp_log_pattern_t *p);
+sp__log_pattern_t *sp__pattern_compile(const char *text, char *msg, size_t len);
+void sp__pattern_free(sp__log_pattern_t *p);
 /* Lay out one record at the end of `out`. Writer state: the pattern's
  * per-second time cache changes. */
-bool sp__pattern_format(sp_log_pattern_t *p, const sp_log_record_t *r,
-                        sp_lbuf_t *out);
+bool sp__pattern_format(sp__log_pattern_t *p, const sp__log_record_t *r,
+                        sp__lbuf_t *out);
 
 /* ---- appenders (log_appender.c) ----------------------------------------- */
 
 /* Write one record to an appender (buffered). Writer state. */
-void sp__appender_emit(sp_log_appender_t *a, const sp_log_record_t *r);
+void sp__appender_emit(sp_log_appender_t *a, const sp__log_record_t *r);
 /* Write out every buffered appender. Writer state. */
 void sp__appenders_flush(void);
 /* Reopen every file appender; 0 or the first -errno. Writer state. */
 int sp__appenders_reopen(void);
 void sp__appender_retain(sp_log_appender_t *a);
 /* Replace the default pattern (owned). Writer state. */
-void sp__appenders_set_default(sp_log_pattern_t *p);
+void sp__appenders_set_default(sp__log_pattern_t *p);
 
 /* Take (true) or release the appender list's lock, around fork(). */
 void sp__appenders_hold(bool hold);
 
 /* An immutable set of appenders, holding a reference on each. */
-typedef struct sp_log_appset {
+typedef struct sp__log_appset {
     size_t n;
     sp_log_appender_t *a[];
-} sp_log_appset_t;
+} sp__log_appset_t;
 
-sp_log_appset_t *sp__appset_new(sp_log_appender_t *const *apps, size_t n);
-void sp__appset_free(sp_log_appset_t *s);
+sp__log_appset_t *sp__appset_new(sp_log_appender_t *const *apps, size_t n);
+void sp__appset_free(sp__log_appset_t *s);
 
 /* ---- loggers (log.c) ---------------------------------------------------- */
 
@@ -98,20 +98,20 @@ struct sp_logger {
     sp_logger_t *next;   /* registry list, parents before children */
     _Atomic int level;     /* its own, or SP_LEVEL_INHERIT */
     _Atomic int effective; /* after inheritance, read by every log call */
-    sp_log_appset_t *apps; /* writer state; NULL = inherit */
+    sp__log_appset_t *apps; /* writer state; NULL = inherit */
 };
 
 /* Take (true) or release the logger list's lock, around fork(). */
 void sp__loggers_hold(bool hold);
 /* Execute one record: write a message to its logger's appenders, or run a
  * control function. Writer state. */
-void sp__log_exec(sp_log_record_t *r);
+void sp__log_exec(sp__log_record_t *r);
 /* Make a record of a message; NULL when out of memory. */
-sp_log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file,
+sp__log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file,
                                 int line, const char *fmt, va_list ap);
 /* A WARN record of the log about itself, on "spindle.log"; NULL when out
  * of memory. Writer state. */
-sp_log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
+sp__log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
 #if defined(__GNUC__) || defined(__clang__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -121,7 +121,7 @@ sp_log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...
 
 /* Queue a message record (ownership passes). From a fiber it is dropped
  * when the queue is full; a plain thread waits for room. */
-void sp__log_enqueue(sp_log_record_t *r);
+void sp__log_enqueue(sp__log_record_t *r);
 /* Run fn(arg) as writer state, in order with queued messages, and wait for
  * it. 0 or -ENOMEM / -EDEADLK. */
 int sp__log_control(sp_log_ctl_fn fn, void *arg);

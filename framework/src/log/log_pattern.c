@@ -22,12 +22,12 @@ typedef struct item {
     char cached[TIME_TEXT_MAX];
 } item_t;
 
-struct sp_log_pattern {
+struct sp__log_pattern {
     size_t n;
     item_t items[];
 };
 
-bool sp__lbuf_put(sp_lbuf_t *b, const char *s, size_t n)
+bool sp__lbuf_put(sp__lbuf_t *b, const char *s, size_t n)
 {
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
@@ -84,7 +84,7 @@ static int parse_item(const char **pp, item_t *it, char *msg, size_t len)
     return (it->kind == 0 || it->kind == 'd') && !it->text ? -ENOMEM : 0;
 }
 
-sp_log_pattern_t *sp__pattern_compile(const char *text, char *msg, size_t len)
+sp__log_pattern_t *sp__pattern_compile(const char *text, char *msg, size_t len)
 {
     if (!text) {
         bad(msg, len, "%s", "no pattern");
@@ -95,7 +95,7 @@ sp_log_pattern_t *sp__pattern_compile(const char *text, char *msg, size_t len)
     size_t max = 1;
     for (const char *s = text; *s; s++)
         max += 2 * (*s == '%');
-    sp_log_pattern_t *p = calloc(1, sizeof *p + max * sizeof(item_t));
+    sp__log_pattern_t *p = calloc(1, sizeof *p + max * sizeof(item_t));
     int rc = p ? 0 : -ENOMEM;
     for (const char *s = text; rc == 0 && *s;) {
         item_t *it = &p->items[p->n++];
@@ -118,7 +118,7 @@ sp_log_pattern_t *sp__pattern_compile(const char *text, char *msg, size_t len)
     return NULL;
 }
 
-void sp__pattern_free(sp_log_pattern_t *p)
+void sp__pattern_free(sp__log_pattern_t *p)
 {
     for (size_t i = 0; p && i < p->n; i++)
         free(p->items[i].text);
@@ -133,7 +133,7 @@ static const char *basename_of(const char *path)
     return s ? s + 1 : path ? path : "?";
 }
 
-static bool put_time(item_t *it, const struct timespec *ts, sp_lbuf_t *out)
+static bool put_time(item_t *it, const struct timespec *ts, sp__lbuf_t *out)
 {
     if (it->cached_sec != ts->tv_sec) {
         struct tm tm;
@@ -144,14 +144,14 @@ static bool put_time(item_t *it, const struct timespec *ts, sp_lbuf_t *out)
     return sp__lbuf_put(out, it->cached, it->cached_len);
 }
 
-static bool put_fmt(sp_lbuf_t *out, const char *fmt, uint64_t v)
+static bool put_fmt(sp__lbuf_t *out, const char *fmt, uint64_t v)
 {
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, fmt, v);
     return sp__lbuf_put(out, tmp, (size_t)n);
 }
 
-static bool put_item(item_t *it, const sp_log_record_t *r, sp_lbuf_t *out)
+static bool put_item(item_t *it, const sp__log_record_t *r, sp__lbuf_t *out)
 {
     const char *s = NULL;
     switch (it->kind) {
@@ -172,7 +172,7 @@ static bool put_item(item_t *it, const sp_log_record_t *r, sp_lbuf_t *out)
 }
 
 /* Pad what the item wrote (from `start`) to its width. */
-static bool pad(const item_t *it, sp_lbuf_t *out, size_t start)
+static bool pad(const item_t *it, sp__lbuf_t *out, size_t start)
 {
     size_t wrote = out->len - start, w = (size_t)it->width;
     if (wrote >= w)
@@ -191,8 +191,8 @@ static bool pad(const item_t *it, sp_lbuf_t *out, size_t start)
     return true;
 }
 
-bool sp__pattern_format(sp_log_pattern_t *p, const sp_log_record_t *r,
-                        sp_lbuf_t *out)
+bool sp__pattern_format(sp__log_pattern_t *p, const sp__log_record_t *r,
+                        sp__lbuf_t *out)
 {
     for (size_t i = 0; i < p->n; i++) {
         size_t start = out->len;

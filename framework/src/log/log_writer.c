@@ -29,7 +29,7 @@ static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;  /* the writer waits */
 static pthread_cond_t space = PTHREAD_COND_INITIALIZER; /* producers wait */
 static pthread_cond_t done = PTHREAD_COND_INITIALIZER;  /* flushers wait */
-static sp_log_record_t *head, *qtail;
+static sp__log_record_t *head, *qtail;
 static size_t queued, capacity = QUEUE_DEFAULT;
 static uint64_t enq_seq, done_seq;
 static wstate_t state;
@@ -86,11 +86,11 @@ bool sp__log_is_writer(void)
 /* ---- executing ------------------------------------------------------------ */
 
 /* Execute and free a chain of records, then write the buffers out. */
-static uint64_t run(sp_log_record_t *r)
+static uint64_t run(sp__log_record_t *r)
 {
     uint64_t n = 0;
     while (r) {
-        sp_log_record_t *next = r->next;
+        sp__log_record_t *next = r->next;
         sp__log_exec(r);
         free(r);
         r = next;
@@ -113,7 +113,7 @@ static void *writer_main(void *unused)
         }
         if (!head)
             break; /* stopping, and everything is written */
-        sp_log_record_t *batch = head;
+        sp__log_record_t *batch = head;
         head = qtail = NULL;
         queued = 0;
         busy = true;
@@ -194,13 +194,13 @@ static bool writer_ready(void)
 }
 
 /* Execute one record on this thread, as the writer would. qlock held. */
-static void run_here(sp_log_record_t *r)
+static void run_here(sp__log_record_t *r)
 {
     r->next = NULL;
     run(r);
 }
 
-static void append(sp_log_record_t *r)
+static void append(sp__log_record_t *r)
 {
     r->next = NULL;
     if (qtail)
@@ -216,7 +216,7 @@ static void append(sp_log_record_t *r)
 
 /* ---- producers ---------------------------------------------------------- */
 
-void sp__log_enqueue(sp_log_record_t *r)
+void sp__log_enqueue(sp__log_record_t *r)
 {
     /* A fiber must not block its worker; the writer must not wait on
      * itself. */
@@ -250,7 +250,7 @@ int sp__log_control(sp_log_ctl_fn fn, void *arg)
 {
     if (on_writer)
         return -EDEADLK;
-    sp_log_record_t *r = calloc(1, sizeof *r);
+    sp__log_record_t *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
     r->ctl = fn;
@@ -299,7 +299,7 @@ static void set_default_ctl(void *arg)
 
 int sp_log_set_pattern(const char *pattern, char *msg, size_t len)
 {
-    sp_log_pattern_t *p = sp__pattern_compile(pattern, msg, len);
+    sp__log_pattern_t *p = sp__pattern_compile(pattern, msg, len);
     if (!p)
         return -errno;
     int rc = sp__log_control(set_default_ctl, p);

@@ -67,7 +67,7 @@ struct sp_tcp_server {
     pthread_cond_t drained;
     sp__list_t conns;
     int live;
-    sp_waiter_t *stop_waiter; /* a fiber in stop() */
+    sp__waiter_t *stop_waiter; /* a fiber in stop() */
 };
 
 int sp_tcp_default_max_conns(void)
@@ -155,7 +155,7 @@ static void live_add(sp_tcp_server_t *srv)
 
 static void live_done(sp_tcp_server_t *srv)
 {
-    sp_waiter_t *w = NULL;
+    sp__waiter_t *w = NULL;
     pthread_mutex_lock(&srv->lock);
     if (--srv->live == 0) {
         pthread_cond_broadcast(&srv->drained);
@@ -179,7 +179,7 @@ static void on_drain_deadline(void *waiter)
 static int wait_drained_fiber(sp_tcp_server_t *srv, int64_t timeout_us)
 {
     sp_iomanager_t *io = sp_iomanager_current();
-    sp_waiter_t w;
+    sp__waiter_t w;
     sp__waiter_init(&w);
     pthread_mutex_lock(&srv->lock);
     if (srv->live == 0) {
@@ -190,7 +190,7 @@ static int wait_drained_fiber(sp_tcp_server_t *srv, int64_t timeout_us)
     pthread_mutex_unlock(&srv->lock);
     sp_timer_id_t tid = 0;
     if (timeout_us >= 0) {
-        sp_worker_t *self = sp__sched_self(&io->s);
+        sp__worker_t *self = sp__sched_self(&io->s);
         if (sp__timer_add_inline(sp__iom_timer_heap(io, self->index),
                                  (uint64_t)timeout_us * 1000,
                                  on_drain_deadline, &w, &tid) < 0)
@@ -259,7 +259,7 @@ static void conn_main(void *p)
  * blocking socket, as accept(2) would give. */
 static void mark_blocking_view(int fd)
 {
-    sp_fd_ctx_t *ctx = sp__fd_ctx(fd);
+    sp__fd_ctx_t *ctx = sp__fd_ctx(fd);
     if (!ctx)
         return;
     sp__spin_lock(&ctx->lock);

@@ -13,7 +13,7 @@ typedef struct job {
     struct job *next;
     void (*fn)(void *);
     void *arg;
-    sp_waiter_t *waiter;
+    sp__waiter_t *waiter;
 } job_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,7 +50,7 @@ int sp_run_blocking(void (*fn)(void *), void *arg)
         fn(arg);
         return 0;
     }
-    sp_waiter_t w;
+    sp__waiter_t w;
     sp__waiter_init(&w);
     job_t j = {NULL, fn, arg, &w};
     pthread_mutex_lock(&lock);

@@ -17,17 +17,17 @@ int sp__dispatch_check(sp_dispatch_t d)
                : -EINVAL;
 }
 
-static unsigned cursor(const sp_dispatcher_t *d)
+static unsigned cursor(const sp__dispatcher_t *d)
 {
     return atomic_fetch_add_explicit(d->rr, 1, memory_order_relaxed);
 }
 
-static int nlive(const sp_dispatcher_t *d)
+static int nlive(const sp__dispatcher_t *d)
 {
     return atomic_load_explicit(d->nlive, memory_order_acquire);
 }
 
-static int round_robin(const sp_dispatcher_t *d)
+static int round_robin(const sp__dispatcher_t *d)
 {
     int n = nlive(d);
     unsigned c = cursor(d);
@@ -44,7 +44,7 @@ static int round_robin(const sp_dispatcher_t *d)
 /* Queued tasks, plus one for a worker that is running something: an idle
  * worker with an empty queue wins, then the shortest queue. Ties go to the
  * first worker after a rotating start, so equal loads spread out. */
-static int least_loaded(const sp_dispatcher_t *d)
+static int least_loaded(const sp__dispatcher_t *d)
 {
     int n = nlive(d);
     unsigned c = cursor(d);
@@ -63,7 +63,7 @@ static int least_loaded(const sp_dispatcher_t *d)
     return best >= 0 ? best : (int)(c % (unsigned)*d->nbase);
 }
 
-int sp__dispatch_pick(const sp_dispatcher_t *d)
+int sp__dispatch_pick(const sp__dispatcher_t *d)
 {
     switch (d->policy) {
     case SP_DISPATCH_ROUND_ROBIN:

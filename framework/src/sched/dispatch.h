@@ -14,7 +14,7 @@
 
 #include "spindle/scheduler.h"
 
-typedef struct sp_dispatcher {
+typedef struct sp__dispatcher {
     sp_dispatch_t policy;
     const int *nbase;           /* base workers: fallback when none usable */
     const _Atomic int *nlive;   /* worker slots in use */
@@ -28,11 +28,11 @@ typedef struct sp_dispatcher {
     bool (*usable)(const void *ctx, int i);
     /* Worker i's queued tasks, plus one if it is running something. */
     size_t (*load)(const void *ctx, int i);
-} sp_dispatcher_t;
+} sp__dispatcher_t;
 
 /* 0 if d is a placement policy, else -EINVAL. */
 int sp__dispatch_check(sp_dispatch_t d);
 /* The worker for a new SP_ANY_WORKER task. */
-int sp__dispatch_pick(const sp_dispatcher_t *d);
+int sp__dispatch_pick(const sp__dispatcher_t *d);
 
 #endif

@@ -50,7 +50,7 @@ typedef struct seen {
     bool reported;
 } seen_t;
 
-struct sp_monitor {
+struct sp__monitor {
     pthread_t thread;
     bool running;
     pthread_mutex_t lock;
@@ -62,15 +62,15 @@ struct sp_monitor {
     int64_t calm_since;  /* no worker stuck since (0: one is) */
     sp_logger_t *log;
     seen_t *seen;        /* per worker slot */
-    sp_monitor_host_t h; /* the scheduler watched, while running */
+    sp__monitor_host_t h; /* the scheduler watched, while running */
     _Atomic uint64_t stalls, grown, shrunk;
 };
 
 /* ---- configuration ------------------------------------------------------ */
 
-sp_monitor_t *sp__monitor_new(void)
+sp__monitor_t *sp__monitor_new(void)
 {
-    sp_monitor_t *m = calloc(1, sizeof *m);
+    sp__monitor_t *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
     pthread_mutex_init(&m->lock, NULL);
@@ -82,7 +82,7 @@ sp_monitor_t *sp__monitor_new(void)
     return m;
 }
 
-int sp__monitor_configure(sp_monitor_t *m, const sp_monitor_opts_t *o,
+int sp__monitor_configure(sp__monitor_t *m, const sp_monitor_opts_t *o,
                           int max_threads, int slots)
 {
     free(m->seen);
@@ -98,7 +98,7 @@ int sp__monitor_configure(sp_monitor_t *m, const sp_monitor_opts_t *o,
     return 0;
 }
 
-void sp__monitor_counts(const sp_monitor_t *m, sp_monitor_stats_t *out)
+void sp__monitor_counts(const sp__monitor_t *m, sp_monitor_stats_t *out)
 {
     out->stalls = atomic_load(&m->stalls);
     out->grown = atomic_load(&m->grown);
@@ -107,9 +107,9 @@ void sp__monitor_counts(const sp_monitor_t *m, sp_monitor_stats_t *out)
 
 /* ---- sampling ----------------------------------------------------------- */
 
-static void report(sp_monitor_t *m, int i, uint64_t seq, int64_t held)
+static void report(sp__monitor_t *m, int i, uint64_t seq, int64_t held)
 {
-    const sp_monitor_host_t *h = &m->h;
+    const sp__monitor_host_t *h = &m->h;
     uint64_t fid;
     char name[33];
     if (!h->read_task(h->ctx, i, seq, &fid, name))
@@ -124,18 +124,18 @@ static void report(sp_monitor_t *m, int i, uint64_t seq, int64_t held)
     h->rouse(h->ctx, i);
 }
 
-static void recovered(sp_monitor_t *m, int i, int64_t held)
+static void recovered(sp__monitor_t *m, int i, int64_t held)
 {
-    const sp_monitor_host_t *h = &m->h;
+    const sp__monitor_host_t *h = &m->h;
     h->set_stuck(h->ctx, i, false);
     SP_LOG_INFO(m->log, "%s: worker %d running again after at least %" PRId64
                 " ms", h->name, i, held / 1000000);
     m->seen[i].reported = false;
 }
 
-static void sample(sp_monitor_t *m, int64_t now)
+static void sample(sp__monitor_t *m, int64_t now)
 {
-    const sp_monitor_host_t *h = &m->h;
+    const sp__monitor_host_t *h = &m->h;
     int n = h->nlive(h->ctx);
     for (int i = 0; i < n; i++) {
         seen_t *e = &m->seen[i];
@@ -154,9 +154,9 @@ static void sample(sp_monitor_t *m, int64_t now)
 
 /* ---- growth ------------------------------------------------------------- */
 
-static void grow(sp_monitor_t *m, int i)
+static void grow(sp__monitor_t *m, int i)
 {
-    const sp_monitor_host_t *h = &m->h;
+    const sp__monitor_host_t *h = &m->h;
     m->seen[i] = (seen_t){0};
     int rc = h->spawn(h->ctx, i);
     if (rc < 0) {
@@ -170,9 +170,9 @@ static void grow(sp_monitor_t *m, int i)
                 h->name, i);
 }
 
-static void resize(sp_monitor_t *m, int64_t now)
+static void resize(sp__monitor_t *m, int64_t now)
 {
-    const sp_monitor_host_t *h = &m->h;
+    const sp__monitor_host_t *h = &m->h;
     int n = h->nlive(h->ctx);
     int extras = n - h->nbase;
     int stuck = h->nstuck(h->ctx);
@@ -201,7 +201,7 @@ static void resize(sp_monitor_t *m, int64_t now)
 
 static void *monitor_main(void *arg)
 {
-    sp_monitor_t *m = arg;
+    sp__monitor_t *m = arg;
     pthread_mutex_lock(&m->lock);
     while (!m->quit) {
         int64_t deadline = now_ns() + m->period_ns;
@@ -221,7 +221,7 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
-int sp__monitor_start(sp_monitor_t *m, const sp_monitor_host_t *host)
+int sp__monitor_start(sp__monitor_t *m, const sp__monitor_host_t *host)
 {
     m->h = *host;
     m->quit = false;
@@ -232,7 +232,7 @@ int sp__monitor_start(sp_monitor_t *m, const sp_monitor_host_t *host)
     return 0;
 }
 
-void sp__monitor_stop(sp_monitor_t *m)
+void sp__monitor_stop(sp__monitor_t *m)
 {
     if (!m || !m->running)
         return;
@@ -246,7 +246,7 @@ void sp__monitor_stop(sp_monitor_t *m)
     sample(m, now_ns());
 }
 
-void sp__monitor_destroy(sp_monitor_t *m)
+void sp__monitor_destroy(sp__monitor_t *m)
 {
     if (!m)
         return;

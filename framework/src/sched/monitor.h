@@ -12,7 +12,7 @@
 
 #include "spindle/scheduler.h"
 
-typedef struct sp_monitor_host {
+typedef struct sp__monitor_host {
     void *ctx;         /* the scheduler, passed to every call */
     const char *name;  /* for the log */
     int nbase;         /* base workers; slots from nbase on are extras */
@@ -36,22 +36,22 @@ typedef struct sp_monitor_host {
     void (*retire)(void *ctx, int i);
     /* If retiring worker i has left: join it, free its slot, true. */
     bool (*reap)(void *ctx, int i);
-} sp_monitor_host_t;
+} sp__monitor_host_t;
 
-typedef struct sp_monitor sp_monitor_t;
+typedef struct sp__monitor sp__monitor_t;
 
 /* NULL if out of memory. */
-sp_monitor_t *sp__monitor_new(void);
+sp__monitor_t *sp__monitor_new(void);
 /* Set the options (validated by the caller), for up to `slots` workers and
  * at most `max_threads` of them live. Not while it runs. 0 or -ENOMEM. */
-int sp__monitor_configure(sp_monitor_t *m, const sp_monitor_opts_t *o,
+int sp__monitor_configure(sp__monitor_t *m, const sp_monitor_opts_t *o,
                           int max_threads, int slots);
 /* Start the thread, which watches `host` (copied) until stop. 0 or -errno. */
-int sp__monitor_start(sp_monitor_t *m, const sp_monitor_host_t *host);
+int sp__monitor_start(sp__monitor_t *m, const sp__monitor_host_t *host);
 /* Stop and join the thread (if it runs), after one last sample. */
-void sp__monitor_stop(sp_monitor_t *m);
-void sp__monitor_destroy(sp_monitor_t *m);
+void sp__monitor_stop(sp__monitor_t *m);
+void sp__monitor_destroy(sp__monitor_t *m);
 /* Its counts: stalls, grown, shrunk (the rest is the scheduler's). */
-void sp__monitor_counts(const sp_monitor_t *m, sp_monitor_stats_t *out);
+void sp__monitor_counts(const sp__monitor_t *m, sp_monitor_stats_t *out);
 
 #endif

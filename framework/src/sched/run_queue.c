@@ -6,21 +6,21 @@
 
 enum { RQ_MIN_CAP = 64 };
 
-void sp__rq_init(sp_run_queue_t *q)
+void sp__rq_init(sp__run_queue_t *q)
 {
     memset(q, 0, sizeof *q);
 }
 
-void sp__rq_fini(sp_run_queue_t *q)
+void sp__rq_fini(sp__run_queue_t *q)
 {
     free(q->buf);
     memset(q, 0, sizeof *q);
 }
 
-static int grow(sp_run_queue_t *q)
+static int grow(sp__run_queue_t *q)
 {
     size_t cap = q->cap ? q->cap * 2 : RQ_MIN_CAP;
-    sp_task_t *buf = malloc(cap * sizeof *buf);
+    sp__task_t *buf = malloc(cap * sizeof *buf);
     if (!buf)
         return -ENOMEM;
     for (size_t i = 0; i < q->count; i++)
@@ -32,7 +32,7 @@ static int grow(sp_run_queue_t *q)
     return 0;
 }
 
-int sp__rq_push(sp_run_queue_t *q, const sp_task_t *t)
+int sp__rq_push(sp__run_queue_t *q, const sp__task_t *t)
 {
     if (q->count == q->cap) {
         int rc = grow(q);
@@ -44,7 +44,7 @@ int sp__rq_push(sp_run_queue_t *q, const sp_task_t *t)
     return 0;
 }
 
-bool sp__rq_pop(sp_run_queue_t *q, sp_task_t *out)
+bool sp__rq_pop(sp__run_queue_t *q, sp__task_t *out)
 {
     if (!q->count)
         return false;
@@ -54,7 +54,7 @@ bool sp__rq_pop(sp_run_queue_t *q, sp_task_t *out)
     return true;
 }
 
-const sp_task_t *sp__rq_peek(const sp_run_queue_t *q)
+const sp__task_t *sp__rq_peek(const sp__run_queue_t *q)
 {
     return q->count ? &q->buf[q->head] : NULL;
 }

@@ -9,27 +9,27 @@
 
 #include "spindle/fiber.h"
 
-typedef struct sp_task {
+typedef struct sp__task {
     sp_fiber_t *fiber; /* a fiber to resume, or NULL: run fn(arg) */
     sp_fiber_fn fn;
     void *arg;
     uint64_t seq; /* submission order across a worker's two queues */
     bool bound;   /* runs only on the worker whose queue holds it */
-} sp_task_t;
+} sp__task_t;
 
-typedef struct sp_run_queue {
-    sp_task_t *buf;
+typedef struct sp__run_queue {
+    sp__task_t *buf;
     size_t cap; /* power of two, or 0 */
     size_t head;
     size_t count;
-} sp_run_queue_t;
+} sp__run_queue_t;
 
-void sp__rq_init(sp_run_queue_t *q);
-void sp__rq_fini(sp_run_queue_t *q);
+void sp__rq_init(sp__run_queue_t *q);
+void sp__rq_fini(sp__run_queue_t *q);
 /* 0 or -ENOMEM. */
-int sp__rq_push(sp_run_queue_t *q, const sp_task_t *t);
-bool sp__rq_pop(sp_run_queue_t *q, sp_task_t *out);
+int sp__rq_push(sp__run_queue_t *q, const sp__task_t *t);
+bool sp__rq_pop(sp__run_queue_t *q, sp__task_t *out);
 /* Oldest task without removing it, or NULL. */
-const sp_task_t *sp__rq_peek(const sp_run_queue_t *q);
+const sp__task_t *sp__rq_peek(const sp__run_queue_t *q);
 
 #endif

@@ -52,7 +52,7 @@ void sp__sched_release(sp_scheduler_t *s)
 
 static void base_idle(sp_scheduler_t *s, int worker)
 {
-    sp_worker_t *w = &s->workers[worker];
+    sp__worker_t *w = &s->workers[worker];
     pthread_mutex_lock(&w->sleep_lock);
     while (!w->signaled)
         pthread_cond_wait(&w->sleep_cond, &w->sleep_lock);
@@ -62,7 +62,7 @@ static void base_idle(sp_scheduler_t *s, int worker)
 
 static void base_tickle(sp_scheduler_t *s, int worker)
 {
-    sp_worker_t *w = &s->workers[worker];
+    sp__worker_t *w = &s->workers[worker];
     pthread_mutex_lock(&w->sleep_lock);
     w->signaled = true;
     pthread_cond_signal(&w->sleep_cond);
@@ -78,7 +78,7 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
         if (rc < 0)
             return rc;
     }
-    sp_worker_t *w = &s->workers[i];
+    sp__worker_t *w = &s->workers[i];
     w->gone = false;
     w->owned = 0;
     w->signaled = false;
@@ -101,7 +101,7 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
 /* Placement's view of the workers (dispatch.h). */
 static int dispatch_self(const void *ctx)
 {
-    sp_worker_t *w = sp__sched_self(ctx);
+    sp__worker_t *w = sp__sched_self(ctx);
     return w && sp__sched_usable(w) ? w->index : -1;
 }
 
@@ -114,7 +114,7 @@ static bool dispatch_usable(const void *ctx, int i)
 static size_t dispatch_load(const void *ctx, int i)
 {
     const sp_scheduler_t *s = ctx;
-    const sp_worker_t *w = &s->workers[i];
+    const sp__worker_t *w = &s->workers[i];
     return atomic_load_explicit(&w->n_shared, memory_order_relaxed) +
            atomic_load_explicit(&w->n_bound, memory_order_relaxed) +
            !atomic_load_explicit(&w->idle, memory_order_relaxed);
@@ -124,13 +124,13 @@ static size_t dispatch_load(const void *ctx, int i)
  * growing never reallocates under running threads). */
 static int alloc_workers(sp_scheduler_t *s, int cap)
 {
-    s->workers = aligned_alloc(64, sizeof(sp_worker_t) * (size_t)cap);
+    s->workers = aligned_alloc(64, sizeof(sp__worker_t) * (size_t)cap);
     if (!s->workers)
         return -ENOMEM;
     s->cap = cap;
-    memset(s->workers, 0, sizeof(sp_worker_t) * (size_t)cap);
+    memset(s->workers, 0, sizeof(sp__worker_t) * (size_t)cap);
     for (int i = 0; i < cap; i++) {
-        sp_worker_t *w = &s->workers[i];
+        sp__worker_t *w = &s->workers[i];
         pthread_mutex_init(&w->lock, NULL);
         pthread_mutex_init(&w->sleep_lock, NULL);
         pthread_cond_init(&w->sleep_cond, NULL);
@@ -142,7 +142,7 @@ static int alloc_workers(sp_scheduler_t *s, int cap)
         w->tick_every = SP_TICK_TASKS;
     }
     if (s->use_caller) {
-        sp_worker_t *w0 = &s->workers[0];
+        sp__worker_t *w0 = &s->workers[0];
         w0->loop_fiber = sp_fiber_create(sp__sched_caller_loop, w0, 0, s->name);
         if (!w0->loop_fiber) {
             int err = -errno;
@@ -165,7 +165,7 @@ int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
     s->nworkers = threads;
     s->use_caller = use_caller;
     atomic_init(&s->nlive, threads);
-    s->disp = (sp_dispatcher_t){.policy = SP_DISPATCH_LOCAL_FIRST,
+    s->disp = (sp__dispatcher_t){.policy = SP_DISPATCH_LOCAL_FIRST,
                                 .nbase = &s->nworkers, .nlive = &s->nlive,
                                 .rr = &s->rr, .watched = &s->monitored,
                                 .ctx = s, .self = dispatch_self,
@@ -184,7 +184,7 @@ int sp__sched_resize(sp_scheduler_t *s, int cap)
     int rc = s->ops.resize ? s->ops.resize(s, cap) : 0;
     if (rc < 0)
         return rc;
-    sp_worker_t *old = s->workers;
+    sp__worker_t *old = s->workers;
     int old_cap = s->cap;
     rc = alloc_workers(s, cap);
     if (rc < 0) {
@@ -192,7 +192,7 @@ int sp__sched_resize(sp_scheduler_t *s, int cap)
         s->cap = old_cap;
         return rc;
     }
-    sp_worker_t *fresh = s->workers;
+    sp__worker_t *fresh = s->workers;
     s->workers = old;
     s->cap = old_cap;
     sp__sched_fini(s);
@@ -204,7 +204,7 @@ int sp__sched_resize(sp_scheduler_t *s, int cap)
 void sp__sched_fini(sp_scheduler_t *s)
 {
     for (int i = 0; i < s->cap; i++) {
-        sp_worker_t *w = &s->workers[i];
+        sp__worker_t *w = &s->workers[i];
         pthread_mutex_destroy(&w->lock);
         pthread_mutex_destroy(&w->sleep_lock);
         pthread_cond_destroy(&w->sleep_cond);
@@ -333,7 +333,7 @@ int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
     int rc = sp__sched_hold(s);
     if (rc < 0)
         return rc;
-    sp_task_t t = {.fn = fn, .arg = arg};
+    sp__task_t t = {.fn = fn, .arg = arg};
     rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0);
     if (rc < 0)
         sp__sched_release(s);
@@ -355,7 +355,7 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
     f->pooled = false;
     f->last_worker = -1;
     atomic_store(&f->park, SP_PARK_RUNNING);
-    sp_task_t t = {.fiber = f};
+    sp__task_t t = {.fiber = f};
     rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0);
     if (rc < 0)
         sp__sched_release(s);
@@ -364,13 +364,13 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
 
 sp_scheduler_t *sp_scheduler_current(void)
 {
-    sp_worker_t *w = sp__thread()->worker;
+    sp__worker_t *w = sp__thread()->worker;
     return w ? w->s : NULL;
 }
 
 int sp_worker_index(void)
 {
-    sp_worker_t *w = sp__thread()->worker;
+    sp__worker_t *w = sp__thread()->worker;
     return w ? w->index : -1;
 }
 
@@ -389,7 +389,7 @@ int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
 {
     if (!s || !out || worker < 0 || worker >= s->cap)
         return -EINVAL;
-    const sp_worker_t *w = &s->workers[worker];
+    const sp__worker_t *w = &s->workers[worker];
     out->tasks_run = atomic_load_explicit(&w->tasks_run, memory_order_relaxed);
     out->switches = atomic_load_explicit(&w->switches, memory_order_relaxed);
     out->steals = atomic_load_explicit(&w->steals, memory_order_relaxed);

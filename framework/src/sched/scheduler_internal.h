@@ -17,7 +17,7 @@
 #include "run_queue.h"
 #include "spindle/scheduler.h"
 
-typedef struct sp_sched_ops {
+typedef struct sp__sched_ops {
     /* Block the calling worker until tickle(worker) or other events. */
     void (*idle)(sp_scheduler_t *s, int worker);
     /* Wake `worker` out of idle(); called from any thread. */
@@ -37,20 +37,20 @@ typedef struct sp_sched_ops {
      * or homed there: whether the extension no longer needs it (false:
      * it stays, and asks again the next time it runs out of work). */
     bool (*may_leave)(sp_scheduler_t *s, int worker);
-} sp_sched_ops_t;
+} sp__sched_ops_t;
 
 /* A busy worker ticks after at least this many tasks, and never before it
  * has run as many tasks as were queued at its last tick. */
 enum { SP_TICK_TASKS = 64 };
 
-typedef struct sp_worker {
+typedef struct sp__worker {
     _Alignas(64) pthread_mutex_t lock; /* guards the shared and bound queues */
-    sp_run_queue_t shared;             /* unbound: others may steal */
-    sp_run_queue_t bound;              /* bound here: never stolen */
+    sp__run_queue_t shared;             /* unbound: others may steal */
+    sp__run_queue_t bound;              /* bound here: never stolen */
     _Atomic uint64_t seq; /* numbers entries of all three queues (next_seq) */
     /* Owner only, no lock: fibers this worker woke itself (a channel, a
      * mutex, a yield), in the same order as the locked queues. */
-    sp_run_queue_t local;
+    sp__run_queue_t local;
     _Atomic size_t n_shared, n_bound; /* lock-free peeks for idle checks */
     _Atomic int idle;                  /* 1 while in (or entering) idle */
     /* Base idle: a binary semaphore. */
@@ -86,10 +86,10 @@ typedef struct sp_worker {
     bool thread_live;              /* extra slot has a thread to join */
     long owned;                    /* owner only: started fibers homed here */
     _Atomic long migrated_out;     /* of those, taken by other workers */
-} sp_worker_t;
+} sp__worker_t;
 
 struct sp_scheduler {
-    sp_sched_ops_t ops;
+    sp__sched_ops_t ops;
     char name[32];
     int nworkers;
     bool use_caller;
@@ -97,12 +97,12 @@ struct sp_scheduler {
     bool has_io; /* an IOManager: its task fibers may use the hooks */
     _Atomic uint64_t ctl; /* live tasks | STOPPING | STOPPED */
     _Atomic unsigned rr;  /* round-robin cursor for outside submissions */
-    sp_worker_t *workers;
+    sp__worker_t *workers;
     int cap;             /* worker slots allocated: nworkers + extras */
-    sp_dispatcher_t disp; /* placement of SP_ANY_WORKER tasks */
+    sp__dispatcher_t disp; /* placement of SP_ANY_WORKER tasks */
     bool monitored;      /* a monitor samples the workers */
     bool migrate_stuck;  /* others may take a stuck worker's started fibers */
-    sp_monitor_t *mon;
+    sp__monitor_t *mon;
     /* Read on every loop of every worker when monitored: its own line. */
     _Alignas(64) _Atomic int nstuck; /* workers flagged stuck */
     _Atomic int nlive;   /* slots in use: nworkers + running extras */
@@ -146,10 +146,10 @@ static inline bool sp__sched_wake_claim(struct sp_fiber *f)
 
 /* worker.c, for the other files of the scheduler (never per switch). */
 /* Queue `task` on worker `target` and wake someone for it; 0 or -ENOMEM. */
-int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
                       bool bound);
 /* Queue `task` on w without waking anyone; -EAGAIN if w has left. */
-int sp__sched_push(sp_worker_t *w, const sp_task_t *task, bool bound);
+int sp__sched_push(sp__worker_t *w, const sp__task_t *task, bool bound);
 /* Queue woken fiber f on its worker (see requeue). */
 void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f);
 /* A worker's thread (pthread_create), and worker 0's loop under
@@ -159,8 +159,8 @@ void sp__sched_caller_loop(void *w);
 
 /* steal.c: work from other workers, for an idle worker (steal) or for a
  * worker the monitor flagged stuck (rescue); true with a task in *out. */
-bool sp__sched_steal(sp_worker_t *w, sp_task_t *out);
-bool sp__sched_rescue(sp_worker_t *w, sp_task_t *out);
+bool sp__sched_steal(sp__worker_t *w, sp__task_t *out);
+bool sp__sched_rescue(sp__worker_t *w, sp__task_t *out);
 
 /* scheduler_monitor.c: the monitor thread over this scheduler, started by
  * sp_scheduler_start() and stopped by sp_scheduler_stop() once the base
@@ -173,11 +173,11 @@ void sp__monitor_free(sp_scheduler_t *s);
 /* On w's thread: true while w polls for events outside any task, where an
  * event callback may claim the fiber it wakes and run it during the poll
  * (sp__sched_run_now) instead of queueing it. */
-bool sp__sched_polling(const sp_worker_t *w);
+bool sp__sched_polling(const sp__worker_t *w);
 /* Run f, a fiber of w that the caller claimed while polling
  * (sp__waiter_deliver_here returned it), now, without the run queue: as a
  * callback server runs its handlers. */
-void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f);
+void sp__sched_run_now(sp__worker_t *w, struct sp_fiber *f);
 /* Append f to the growable array *v of *n fibers (room for *cap); false
  * if out of memory. */
 bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
@@ -193,16 +193,16 @@ int sp__sched_resize(sp_scheduler_t *s, int cap);
 int sp__sched_hold(sp_scheduler_t *s);
 void sp__sched_release(sp_scheduler_t *s);
 /* The worker the calling thread runs for s, or NULL. */
-sp_worker_t *sp__sched_self(const sp_scheduler_t *s);
+sp__worker_t *sp__sched_self(const sp_scheduler_t *s);
 /* Claim `w` if it sleeps in idle (CAS 1 -> 0); the claimer tickles it. */
-bool sp__sched_claim(sp_worker_t *w);
+bool sp__sched_claim(sp__worker_t *w);
 /* Slots in use (base workers plus running extras). */
 static inline int sp__sched_nlive(const sp_scheduler_t *s)
 {
     return atomic_load_explicit(&s->nlive, memory_order_acquire);
 }
 /* Whether new SP_ANY_WORKER work may be placed on w. */
-static inline bool sp__sched_usable(const sp_worker_t *w)
+static inline bool sp__sched_usable(const sp__worker_t *w)
 {
     return !atomic_load_explicit(&w->stuck, memory_order_relaxed) &&
            !atomic_load_explicit(&w->retiring, memory_order_relaxed);
@@ -224,27 +224,27 @@ int sp__sched_spawn(sp_scheduler_t *s, int i);
  * before it wakes the fiber (which stays pinned meanwhile), so the woken
  * fiber finds it done at once. A delivery without a wake ends the wait the
  * next time anything wakes the fiber. */
-typedef struct sp_waiter {
+typedef struct sp__waiter {
     sp_fiber_t *fiber;
     int result;
     _Atomic int promised;  /* wakers that will still touch us */
     _Atomic int delivered; /* wakers that are done with us */
     bool sole; /* at most one waker, ever: counts without locked adds */
-} sp_waiter_t;
+} sp__waiter_t;
 
-void sp__waiter_init(sp_waiter_t *w);
+void sp__waiter_init(sp__waiter_t *w);
 /* For a wait that something else lets only one waker reach (the sync
  * primitives' claim): promise and delivery are then plain stores. */
-void sp__waiter_init_sole(sp_waiter_t *w);
-void sp__waiter_promise(sp_waiter_t *w, int result);
-void sp__waiter_deliver(sp_waiter_t *w, bool wake);
+void sp__waiter_init_sole(sp__waiter_t *w);
+void sp__waiter_promise(sp__waiter_t *w, int result);
+void sp__waiter_deliver(sp__waiter_t *w, bool wake);
 /* Deliver and wake, on the calling worker's thread: returns the fiber if
  * the caller must run it (it was parked and belongs to this worker), else
  * NULL (already woken, or queued for its own worker). */
-struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w);
+struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w);
 /* Park until at least one waker delivered. */
-void sp__waiter_wait(sp_waiter_t *w);
+void sp__waiter_wait(sp__waiter_t *w);
 /* Wait until every promiser delivered; returns the wait's result. */
-int sp__waiter_settle(sp_waiter_t *w);
+int sp__waiter_settle(sp__waiter_t *w);
 
 #endif

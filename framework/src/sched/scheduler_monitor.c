@@ -91,7 +91,7 @@ static uint64_t host_run_seq(void *ctx, int i)
 static bool host_read_task(void *ctx, int i, uint64_t seq, uint64_t *fid,
                            char name[33])
 {
-    sp_worker_t *w = &((sp_scheduler_t *)ctx)->workers[i];
+    sp__worker_t *w = &((sp_scheduler_t *)ctx)->workers[i];
     uint64_t words[4];
     *fid = atomic_load_explicit(&w->run_fid, memory_order_relaxed);
     for (int k = 0; k < 4; k++)
@@ -139,7 +139,7 @@ static int host_spawn(void *ctx, int i)
 static void host_retire(void *ctx, int i)
 {
     sp_scheduler_t *s = ctx;
-    sp_worker_t *w = &s->workers[i];
+    sp__worker_t *w = &s->workers[i];
     atomic_store(&w->retiring, 1);
     if (sp__sched_claim(w)) /* asleep: let it look at the flag */
         s->ops.tickle(s, i);
@@ -148,7 +148,7 @@ static void host_retire(void *ctx, int i)
 static bool host_reap(void *ctx, int i)
 {
     sp_scheduler_t *s = ctx;
-    sp_worker_t *w = &s->workers[i];
+    sp__worker_t *w = &s->workers[i];
     if (!atomic_load_explicit(&w->exited, memory_order_acquire))
         return false;
     pthread_join(w->thread, NULL);
@@ -160,7 +160,7 @@ static bool host_reap(void *ctx, int i)
 
 int sp__sched_monitor_start(sp_scheduler_t *s)
 {
-    sp_monitor_host_t h = {
+    sp__monitor_host_t h = {
         .ctx = s, .name = s->name, .nbase = s->nworkers,
         .nlive = host_nlive, .nstuck = host_nstuck, .run_seq = host_run_seq,
         .read_task = host_read_task, .set_stuck = host_set_stuck,

@@ -14,7 +14,7 @@
 enum { STEAL_MAX = 32 };
 
 /* Take up to half of v's shared queue (what a steal takes). */
-static size_t take_half(sp_worker_t *v, sp_task_t *got)
+static size_t take_half(sp__worker_t *v, sp__task_t *got)
 {
     if (!atomic_load_explicit(&v->n_shared, memory_order_relaxed))
         return 0;
@@ -30,7 +30,7 @@ static size_t take_half(sp_worker_t *v, sp_task_t *got)
 
 /* May a started fiber queued on a stuck worker move? Only with
  * migrate_stuck, and never one the user bound to that worker. */
-static bool migratable(const sp_scheduler_t *s, const sp_task_t *t)
+static bool migratable(const sp_scheduler_t *s, const sp__task_t *t)
 {
     return s->migrate_stuck && t->fiber && t->fiber->bound < 0;
 }
@@ -38,7 +38,7 @@ static bool migratable(const sp_scheduler_t *s, const sp_task_t *t)
 /* Take queued work from v if the monitor flagged it as stuck: its never-
  * started tasks, and with migrate_stuck its started fibers that are not
  * bound to it (the order of what stays is kept). */
-static size_t take_stuck(sp_worker_t *v, sp_task_t *got)
+static size_t take_stuck(sp__worker_t *v, sp__task_t *got)
 {
     sp_scheduler_t *s = v->s;
     if (!atomic_load_explicit(&v->stuck, memory_order_relaxed))
@@ -49,7 +49,7 @@ static size_t take_stuck(sp_worker_t *v, sp_task_t *got)
         n++;
     size_t count = s->migrate_stuck ? v->bound.count : 0;
     for (size_t i = 0; i < count; i++) {
-        sp_task_t t;
+        sp__task_t t;
         sp__rq_pop(&v->bound, &t);
         if (n < STEAL_MAX && migratable(s, &t)) {
             got[n++] = t;
@@ -72,11 +72,11 @@ static size_t take_stuck(sp_worker_t *v, sp_task_t *got)
  * first task, queue the rest here: new tasks where others may steal them,
  * started fibers in the bound queue (they live here now). Never holds two
  * locks at once. */
-static bool take_from_others(sp_worker_t *w, sp_task_t *out,
-                             size_t (*take)(sp_worker_t *, sp_task_t *))
+static bool take_from_others(sp__worker_t *w, sp__task_t *out,
+                             size_t (*take)(sp__worker_t *, sp__task_t *))
 {
     sp_scheduler_t *s = w->s;
-    sp_task_t got[STEAL_MAX];
+    sp__task_t got[STEAL_MAX];
     int nl = sp__sched_nlive(s);
     for (int k = 1; k < nl; k++) {
         size_t n = take(&s->workers[(w->index + k) % nl], got);
@@ -94,14 +94,14 @@ static bool take_from_others(sp_worker_t *w, sp_task_t *out,
 }
 
 /* An idle worker steals up to half of another worker's new tasks. */
-bool sp__sched_steal(sp_worker_t *w, sp_task_t *out)
+bool sp__sched_steal(sp__worker_t *w, sp__task_t *out)
 {
     return take_from_others(w, out, take_half);
 }
 
 /* A worker (busy or idle) helps the workers the monitor flagged as stuck;
  * callers check s->nstuck first, so this costs nothing otherwise. */
-bool sp__sched_rescue(sp_worker_t *w, sp_task_t *out)
+bool sp__sched_rescue(sp__worker_t *w, sp__task_t *out)
 {
     return take_from_others(w, out, take_stuck);
 }

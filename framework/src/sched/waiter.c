@@ -1,4 +1,4 @@
-/* The generic waiter (scheduler_internal.h, sp_waiter_t): a fiber's wait
+/* The generic waiter (scheduler_internal.h, sp__waiter_t): a fiber's wait
  * for one of several wakers, robust against stray wakes. It parks and
  * wakes through the scheduler's public calls (sp_park, sp_wake), and on a
  * poll's own thread claims the fiber for the worker to run at once
@@ -6,7 +6,7 @@
  */
 #include "scheduler_internal.h"
 
-void sp__waiter_init(sp_waiter_t *w)
+void sp__waiter_init(sp__waiter_t *w)
 {
     w->fiber = sp_fiber_current();
     w->result = 0;
@@ -15,13 +15,13 @@ void sp__waiter_init(sp_waiter_t *w)
     w->sole = false;
 }
 
-void sp__waiter_init_sole(sp_waiter_t *w)
+void sp__waiter_init_sole(sp__waiter_t *w)
 {
     sp__waiter_init(w);
     w->sole = true;
 }
 
-void sp__waiter_promise(sp_waiter_t *w, int result)
+void sp__waiter_promise(sp__waiter_t *w, int result)
 {
     if (w->sole) { /* the only writer: no locked add */
         w->result = result;
@@ -34,7 +34,7 @@ void sp__waiter_promise(sp_waiter_t *w, int result)
 
 /* Publishes everything the waker wrote: the waiter reads it once it sees
  * delivered catch up with promised. */
-static void mark_delivered(sp_waiter_t *w)
+static void mark_delivered(sp__waiter_t *w)
 {
     if (w->sole)
         atomic_store_explicit(&w->delivered, 1, memory_order_release);
@@ -49,7 +49,7 @@ static bool on_home_worker(const struct sp_fiber *f)
     return target >= 0 && &f->sched->workers[target] == sp__thread()->worker;
 }
 
-void sp__waiter_deliver(sp_waiter_t *w, bool wake)
+void sp__waiter_deliver(sp__waiter_t *w, bool wake)
 {
     struct sp_fiber *f = w->fiber;
     if (wake && on_home_worker(f)) { /* no pins: f cannot run before we are done */
@@ -66,7 +66,7 @@ void sp__waiter_deliver(sp_waiter_t *w, bool wake)
     }
 }
 
-struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w)
+struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w)
 {
     struct sp_fiber *f = w->fiber;
     /* No pins: f runs only on its worker, this thread, busy here; if it
@@ -80,7 +80,7 @@ struct sp_fiber *sp__waiter_deliver_here(sp_waiter_t *w)
     return NULL;
 }
 
-void sp__waiter_wait(sp_waiter_t *w)
+void sp__waiter_wait(sp__waiter_t *w)
 {
     while (!atomic_load(&w->delivered)) {
         if (atomic_load(&w->promised))
@@ -90,7 +90,7 @@ void sp__waiter_wait(sp_waiter_t *w)
     }
 }
 
-int sp__waiter_settle(sp_waiter_t *w)
+int sp__waiter_settle(sp__waiter_t *w)
 {
     while (atomic_load(&w->delivered) != atomic_load(&w->promised))
         sp_yield();

@@ -37,13 +37,13 @@
 
 /* ---- queues and wake-ups ------------------------------------------------ */
 
-sp_worker_t *sp__sched_self(const sp_scheduler_t *s)
+sp__worker_t *sp__sched_self(const sp_scheduler_t *s)
 {
-    sp_worker_t *w = sp__thread()->worker;
+    sp__worker_t *w = sp__thread()->worker;
     return w && w->s == s ? w : NULL;
 }
 
-bool sp__sched_claim(sp_worker_t *w)
+bool sp__sched_claim(sp__worker_t *w)
 {
     int one = 1;
     return atomic_load_explicit(&w->idle, memory_order_relaxed) == 1 &&
@@ -57,8 +57,8 @@ bool sp__sched_claim(sp_worker_t *w)
  * queued on a stuck worker is stealable when migrate_stuck is on. */
 static void notify(sp_scheduler_t *s, int target, bool bound)
 {
-    sp_worker_t *self = sp__sched_self(s);
-    sp_worker_t *t = &s->workers[target];
+    sp__worker_t *self = sp__sched_self(s);
+    sp__worker_t *t = &s->workers[target];
     if (bound && t == self)
         return; /* our own work: we look at our queues next */
     atomic_thread_fence(memory_order_seq_cst);
@@ -70,7 +70,7 @@ static void notify(sp_scheduler_t *s, int target, bool bound)
         return;
     int n = sp__sched_nlive(s);
     for (int k = 1; k < n; k++) {
-        sp_worker_t *w = &s->workers[(target + k) % n];
+        sp__worker_t *w = &s->workers[(target + k) % n];
         if (w != self && sp__sched_claim(w)) {
             s->ops.tickle(s, w->index);
             return;
@@ -82,16 +82,16 @@ static void notify(sp_scheduler_t *s, int target, bool bound)
  * and other threads' locked ones may race here and take the same number:
  * a tie only leaves their relative order open, and the plain load and
  * store cost no locked instruction on the owner's wake path. */
-static uint64_t next_seq(sp_worker_t *w)
+static uint64_t next_seq(sp__worker_t *w)
 {
     uint64_t v = atomic_load_explicit(&w->seq, memory_order_relaxed);
     atomic_store_explicit(&w->seq, v + 1, memory_order_relaxed);
     return v;
 }
 
-static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
+static int push(sp__worker_t *w, const sp__task_t *task, bool bound)
 {
-    sp_task_t t = *task;
+    sp__task_t t = *task;
     pthread_mutex_lock(&w->lock);
     if (w->gone) { /* an extra worker that has left */
         pthread_mutex_unlock(&w->lock);
@@ -99,7 +99,7 @@ static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
     }
     t.seq = next_seq(w);
     t.bound = bound;
-    sp_run_queue_t *q = bound ? &w->bound : &w->shared;
+    sp__run_queue_t *q = bound ? &w->bound : &w->shared;
     int rc = sp__rq_push(q, &t);
     if (rc == 0)
         atomic_store_explicit(bound ? &w->n_bound : &w->n_shared, q->count,
@@ -108,7 +108,7 @@ static int push(sp_worker_t *w, const sp_task_t *task, bool bound)
     return rc;
 }
 
-static int enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+static int enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
                    bool bound)
 {
     int rc = push(&s->workers[target], task, bound);
@@ -120,15 +120,15 @@ static int enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
 }
 
 /* Pop the oldest task of either queue of w. */
-static bool take_local(sp_worker_t *w, sp_task_t *out)
+static bool take_local(sp__worker_t *w, sp__task_t *out)
 {
-    const sp_task_t *l = sp__rq_peek(&w->local);
+    const sp__task_t *l = sp__rq_peek(&w->local);
     if (!atomic_load_explicit(&w->n_shared, memory_order_relaxed) &&
         !atomic_load_explicit(&w->n_bound, memory_order_relaxed))
         return l && sp__rq_pop(&w->local, out);
     pthread_mutex_lock(&w->lock);
-    const sp_task_t *a = sp__rq_peek(&w->shared);
-    const sp_task_t *b = sp__rq_peek(&w->bound);
+    const sp__task_t *a = sp__rq_peek(&w->shared);
+    const sp__task_t *b = sp__rq_peek(&w->bound);
     bool ok = false;
     if (l && (!a || l->seq < a->seq) && (!b || l->seq < b->seq)) {
         ok = sp__rq_pop(&w->local, out);
@@ -146,24 +146,24 @@ static bool take_local(sp_worker_t *w, sp_task_t *out)
 }
 
 /* For steal.c and scheduler.c; the static versions stay inlinable here. */
-int sp__sched_push(sp_worker_t *w, const sp_task_t *task, bool bound)
+int sp__sched_push(sp__worker_t *w, const sp__task_t *task, bool bound)
 {
     return push(w, task, bound);
 }
 
-int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp_task_t *task,
+int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
                       bool bound)
 {
     return enqueue(s, target, task, bound);
 }
 
-static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
+static bool work_visible(const sp_scheduler_t *s, const sp__worker_t *w)
 {
     if (w->local.count || atomic_load(&w->n_bound))
         return true;
     int nl = sp__sched_nlive(s);
     for (int i = 0; i < nl; i++) {
-        const sp_worker_t *v = &s->workers[i];
+        const sp__worker_t *v = &s->workers[i];
         if (atomic_load(&v->n_shared))
             return true;
         if (s->migrate_stuck && atomic_load(&v->stuck) &&
@@ -173,37 +173,37 @@ static bool work_visible(const sp_scheduler_t *s, const sp_worker_t *w)
     return false;
 }
 
-static void run_task(sp_worker_t *w, const sp_task_t *task);
+static void run_task(sp__worker_t *w, const sp__task_t *task);
 
 /* Run, in wake order, the fibers collected while this worker polled. A
  * fiber that yields or is woken again meanwhile goes through the queue. */
-static void run_woken(sp_worker_t *w)
+static void run_woken(sp__worker_t *w)
 {
     for (unsigned i = 0; i < w->nwoken; i++)
-        run_task(w, &(sp_task_t){.fiber = w->woken[i]});
+        run_task(w, &(sp__task_t){.fiber = w->woken[i]});
     w->nwoken = 0;
 }
 
-bool sp__sched_polling(const sp_worker_t *w)
+bool sp__sched_polling(const sp__worker_t *w)
 {
     return w->collecting && !w->running;
 }
 
-void sp__sched_run_now(sp_worker_t *w, struct sp_fiber *f)
+void sp__sched_run_now(sp__worker_t *w, struct sp_fiber *f)
 {
-    run_task(w, &(sp_task_t){.fiber = f});
+    run_task(w, &(sp__task_t){.fiber = f});
 }
 
 /* The extension's idle or tick: fibers its event callbacks wake on this
  * worker are collected, then run once it returns. */
-static void poll_events(sp_worker_t *w, void (*poll)(sp_scheduler_t *, int))
+static void poll_events(sp__worker_t *w, void (*poll)(sp_scheduler_t *, int))
 {
     w->collecting = true;
     poll(w->s, w->index);
     w->collecting = false;
 }
 
-static void go_idle(sp_worker_t *w)
+static void go_idle(sp__worker_t *w)
 {
     sp_scheduler_t *s = w->s;
     atomic_store(&w->idle, 1);
@@ -223,7 +223,7 @@ static void bump(_Atomic uint64_t *c)
                           memory_order_relaxed);
 }
 
-static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
+static struct sp_fiber *task_fiber(sp__worker_t *w, const sp__task_t *task)
 {
     struct sp_fiber *f;
     if (w->nspare) {
@@ -241,7 +241,7 @@ static struct sp_fiber *task_fiber(sp_worker_t *w, const sp_task_t *task)
     return f;
 }
 
-static void retire(sp_worker_t *w, struct sp_fiber *f)
+static void retire(sp__worker_t *w, struct sp_fiber *f)
 {
     /* A waker may still be inside sp_wake(f) (see sp__waiter_deliver): it
      * is a few instructions from done, so wait for it before reuse. */
@@ -275,7 +275,7 @@ bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
  * this worker to run right after the poll (see go_idle), as a callback
  * server runs its handlers, instead of a trip through the locked queue.
  * False if out of memory: queue it as usual. */
-static bool collect(sp_worker_t *w, struct sp_fiber *f)
+static bool collect(sp__worker_t *w, struct sp_fiber *f)
 {
     return sp__fibers_push(&w->woken, &w->nwoken, &w->capwoken, f);
 }
@@ -290,24 +290,24 @@ static bool collect(sp_worker_t *w, struct sp_fiber *f)
 static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
 {
     int target = f->bound >= 0 ? f->bound : f->last_worker;
-    sp_worker_t *w = &s->workers[target];
+    sp__worker_t *w = &s->workers[target];
     if (sp__thread()->worker == w) {
         if (w->collecting && collect(w, f))
             return;
         /* Our own wake: the unlocked queue, unless the monitor may have
          * other workers take this worker's started fibers. */
-        sp_task_t t = {.fiber = f, .bound = true, .seq = next_seq(w)};
+        sp__task_t t = {.fiber = f, .bound = true, .seq = next_seq(w)};
         if (!s->migrate_stuck && sp__rq_push(&w->local, &t) == 0)
             return;
     }
-    sp_task_t t = {.fiber = f};
+    sp__task_t t = {.fiber = f};
     if (enqueue(s, target, &t, true) != 0)
         abort(); /* out of memory while holding a live fiber */
 }
 
 /* Runs after f switched back to the worker: f's context is fully saved, so
  * it may now be handed to other threads. */
-static void after_run(sp_worker_t *w, struct sp_fiber *f)
+static void after_run(sp__worker_t *w, struct sp_fiber *f)
 {
     if (sp_fiber_state(f) == SP_FIBER_DONE) {
         retire(w, f);
@@ -328,9 +328,9 @@ void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f)
     requeue(s, f);
 }
 
-static void publish_start(sp_worker_t *w, const struct sp_fiber *f);
+static void publish_start(sp__worker_t *w, const struct sp_fiber *f);
 
-static void run_task(sp_worker_t *w, const sp_task_t *task)
+static void run_task(sp__worker_t *w, const sp__task_t *task)
 {
     struct sp_fiber *f = task->fiber;
     if (!f) {
@@ -370,7 +370,7 @@ static void run_task(sp_worker_t *w, const sp_task_t *task)
  * is copied because the monitor must not touch a fiber that may finish
  * and be freed meanwhile; function tasks are all called "task". The seq
  * is bumped last (release) so a sampler that sees it also sees the rest. */
-static void publish_start(sp_worker_t *w, const struct sp_fiber *f)
+static void publish_start(sp__worker_t *w, const struct sp_fiber *f)
 {
     /* Orders these stores after the previous task's end (seqlock). */
     atomic_thread_fence(memory_order_release);
@@ -393,7 +393,7 @@ static void publish_start(sp_worker_t *w, const struct sp_fiber *f)
  * and the extension does not need it (an IOManager: armed timers and
  * watches). `gone` is set under the lock, so no push lands here
  * afterwards. */
-static bool try_leave(sp_worker_t *w)
+static bool try_leave(sp__worker_t *w)
 {
     sp_scheduler_t *s = w->s;
     if (w->owned - atomic_load(&w->migrated_out) > 0)
@@ -408,7 +408,7 @@ static bool try_leave(sp_worker_t *w)
     return empty;
 }
 
-static bool next_task(sp_worker_t *w, sp_task_t *task)
+static bool next_task(sp__worker_t *w, sp__task_t *task)
 {
     sp_scheduler_t *s = w->s;
     bool leaving = atomic_load_explicit(&w->retiring, memory_order_relaxed);
@@ -419,12 +419,12 @@ static bool next_task(sp_worker_t *w, sp_task_t *task)
     return take_local(w, task) || (!leaving && sp__sched_steal(w, task));
 }
 
-static void worker_loop(sp_worker_t *w)
+static void worker_loop(sp__worker_t *w)
 {
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     t->worker = w;
     for (;;) {
-        sp_task_t task;
+        sp__task_t task;
         if (next_task(w, &task)) {
             run_task(w, &task);
             if (w->s->ops.tick && ++w->since_tick >= w->tick_every) {
@@ -458,7 +458,7 @@ static void worker_loop(sp_worker_t *w)
 
 void *sp__sched_thread_main(void *arg)
 {
-    sp_worker_t *w = arg;
+    sp__worker_t *w = arg;
     worker_loop(w);
     if (w->index >= w->s->nworkers) /* an extra: the monitor joins it */
         atomic_store_explicit(&w->exited, 1, memory_order_release);
@@ -475,7 +475,7 @@ void sp__sched_caller_loop(void *arg)
 /* The task fiber running on this thread, or NULL. */
 static struct sp_fiber *current_task(void)
 {
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     struct sp_fiber *f = t->current;
     return f != &t->root && f->sched && t->worker ? f : NULL;
 }
@@ -496,7 +496,7 @@ static void finish_handoff(struct sp_fiber *prev)
     after_run(sp__thread()->worker, prev);
 }
 
-static struct sp_fiber *handoff_target(sp_worker_t *w)
+static struct sp_fiber *handoff_target(sp__worker_t *w)
 {
     sp_scheduler_t *s = w->s;
     if (!w->local.count || s->monitored || w->collecting ||
@@ -505,7 +505,7 @@ static struct sp_fiber *handoff_target(sp_worker_t *w)
         return NULL;
     if (s->ops.tick && w->since_tick + 1 >= w->tick_every)
         return NULL;
-    sp_task_t t;
+    sp__task_t t;
     if (!sp__rq_pop(&w->local, &t))
         return NULL;
     w->since_tick++;
@@ -516,8 +516,8 @@ static struct sp_fiber *handoff_target(sp_worker_t *w)
  * or back to the worker loop. */
 static int switch_out(struct sp_fiber *f)
 {
-    sp_thread_t *t = sp__thread();
-    sp_worker_t *w = t->worker;
+    sp__thread_t *t = sp__thread();
+    sp__worker_t *w = t->worker;
     struct sp_fiber *next = handoff_target(w);
     if (!next)
         return sp_fiber_yield();

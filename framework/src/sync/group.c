@@ -44,7 +44,7 @@ typedef struct job {
 } job_t;
 
 struct sp_group {
-    sp_spin_t lk;
+    sp__spin_t lk;
     sp_scheduler_t *s;
     char name[32];
     int limit;

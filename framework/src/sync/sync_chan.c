@@ -25,7 +25,7 @@
 enum { UNBOUNDED_FIRST = 16 };
 
 struct sp_chan {
-    sp_spin_t lk;
+    sp__spin_t lk;
     size_t esize, cap;  /* cap: SP_CHAN_UNBOUNDED, or the bound */
     unsigned char *buf; /* ring of nslots items */
     size_t nslots, head, count;

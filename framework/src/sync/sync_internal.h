@@ -66,7 +66,7 @@ struct sp__wait {
     sp__wait_t *dnext;    /* deliver-list link, owned by the claimer */
     uint64_t deadline_ns; /* monotonic, or SP__NO_DEADLINE */
     /* Fiber mode. */
-    sp_waiter_t w;
+    sp__waiter_t w;
     sp_iomanager_t *io; /* for the timeout timer */
     int worker;
     /* Thread mode. */
@@ -98,7 +98,7 @@ void sp__wait_deliver(sp__wait_t *w);
  * path failed), queue one node on q, wait, withdraw. Releases lk. Returns
  * the claimer's result, -ETIMEDOUT (also at once for timeout_us 0), or
  * sp__wait_begin's error. */
-int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us);
+int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us);
 
 /* After sp__wait_block: may n still be in its queue? Not if the wait was
  * claimed through n (the claimer took n off under the queue's lock before
@@ -110,7 +110,7 @@ static inline bool sp__wnode_may_be_queued(const sp__wait_t *w,
 }
 /* After sp__wait_block: take n, w's node, off q (guarded by lk) if it is
  * still there. */
-void sp__wnode_withdraw(sp_spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
+void sp__wnode_withdraw(sp__spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
                         sp__wnode_t *n);
 
 /* Claim w directly (the waiter itself, or code that found it in a queue

@@ -28,7 +28,7 @@ enum { LOCKED = 1u, WAITERS = 2u };
 enum { GRANTED = 0, RETRY = 1 }; /* a waiter's result besides -ETIMEDOUT */
 
 struct sp_mutex {
-    sp_spin_t lk;
+    sp__spin_t lk;
     _Atomic unsigned state;
     _Atomic(void *) owner; /* for -EPERM / -EDEADLK checks only */
     sp__wq_t q; /* under lk */
@@ -205,7 +205,7 @@ int sp_mutex_unlock(sp_mutex_t *m)
 /* ---- condition variable ------------------------------------------------ */
 
 struct sp_cond {
-    sp_spin_t lk;
+    sp__spin_t lk;
     sp__wq_t q;
 };
 _Static_assert(offsetof(struct sp_cond, lk) == 0, "sp__sync_new");

@@ -17,7 +17,7 @@
 enum { READER, WRITER };
 
 struct sp_rwlock {
-    sp_spin_t lk;
+    sp__spin_t lk;
     unsigned readers;
     void *writer; /* the holder's identity, or NULL */
     sp__wq_t q;

@@ -14,7 +14,7 @@
 /* ---- semaphore --------------------------------------------------------- */
 
 struct sp_sem {
-    sp_spin_t lk;
+    sp__spin_t lk;
     unsigned value;
     sp__wq_t q;
 };
@@ -82,7 +82,7 @@ unsigned sp_sem_value(sp_sem_t *s)
 /* ---- wait group -------------------------------------------------------- */
 
 struct sp_wg {
-    sp_spin_t lk;
+    sp__spin_t lk;
     int count;
     sp__wq_t q;
 };

@@ -1,6 +1,6 @@
 /* Wait queues and waits for the sync primitives (see sync_internal.h).
  *
- * A fiber waits with an sp_waiter_t, like an fd wait in io_event.c: its
+ * A fiber waits with an sp__waiter_t, like an fd wait in io_event.c: its
  * timeout is an inline timer on its own worker, so after the wait a
  * sp_timer_cancel() that fails means the callback has already completed
  * (it runs on this thread), and nothing touches the wait after we return.
@@ -14,7 +14,7 @@
 
 void *sp__sync_new(size_t size)
 {
-    sp_spin_t *lk = calloc(1, size);
+    sp__spin_t *lk = calloc(1, size);
     if (!lk) {
         errno = ENOMEM;
         return NULL;
@@ -130,7 +130,7 @@ void *sp__sync_self(void)
 
 int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
 {
-    sp_thread_t *t = sp__thread();
+    sp__thread_t *t = sp__thread();
     atomic_init(&w->claimed, 0);
     w->result = 0;
     w->winner = NULL;
@@ -147,7 +147,7 @@ int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
             w->io = sp_iomanager_current();
             if (!w->io)
                 return -ENOTSUP; /* no timers on a plain scheduler */
-            w->worker = ((sp_worker_t *)t->worker)->index;
+            w->worker = ((sp__worker_t *)t->worker)->index;
         }
         sp__waiter_init_sole(&w->w); /* only the claimer promises */
         return 0;
@@ -243,7 +243,7 @@ void sp__wait_end(sp__wait_t *w)
     }
 }
 
-void sp__wnode_withdraw(sp_spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
+void sp__wnode_withdraw(sp__spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
                         sp__wnode_t *n)
 {
     if (!sp__wnode_may_be_queued(w, n))
@@ -254,7 +254,7 @@ void sp__wnode_withdraw(sp_spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
     sp__spin_unlock(lk);
 }
 
-int sp__wait_queued(sp_spin_t *lk, sp__wq_t *q, int64_t timeout_us)
+int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us)
 {
     if (timeout_us == 0) {
         sp__spin_unlock(lk);
