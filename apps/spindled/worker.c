@@ -104,16 +104,17 @@ static int64_t ms(const sp_cvar_t *v)
 
 static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
 {
-    int64_t keepalive = ms(v->http_keepalive), max_body = sp_cvar_size(v->http_max_body);
+    int64_t keepalive = sp_cvar_duration(v->http_keepalive);
+    int64_t max_body = (int64_t)sp_cvar_size(v->http_max_body);
     return (sp_http_server_opts_t){
         /* 0 in the file means "no body"; 0 in opts means the default */
         .max_body = (size_t)max_body,
         .no_body = max_body == 0,
-        .header_timeout_ms = ms(v->http_header),
+        .header_timeout_us = sp_cvar_duration(v->http_header),
         /* 0 in the file means "close at once"; 0 in opts means the default */
-        .keepalive_timeout_ms = keepalive ? keepalive : 1,
-        .body_timeout_ms = ms(v->http_body_timeout),
-        .send_timeout_ms = ms(v->http_send_timeout),
+        .keepalive_timeout_us = keepalive ? keepalive : 1,
+        .body_timeout_us = sp_cvar_duration(v->http_body_timeout),
+        .send_timeout_us = sp_cvar_duration(v->http_send_timeout),
         .max_conns = (int)sp_cvar_int(v->http_max_conns),
         .server_name = sp_cvar_string(v->http_server_name),
         .access_log = sp_cvar_bool(v->http_access_log),
@@ -230,8 +231,9 @@ static void reload(servers_t *s)
     const spindled_vars_t *v = &s->d->v;
     bool ok = spindled_reload(s->d) == 0;
     if (ok && s->http) {
-        int64_t keepalive = ms(v->http_keepalive);
-        sp_http_server_set_timeouts(s->http, ms(v->http_header), keepalive ? keepalive : 1);
+        int64_t keepalive = sp_cvar_duration(v->http_keepalive);
+        sp_http_server_set_timeouts(s->http, sp_cvar_duration(v->http_header),
+                                    keepalive ? keepalive : 1);
     }
     if (ok && s->echo_service)
         app_echo_set_timeouts(s->echo_service, ms(v->echo_idle_timeout),

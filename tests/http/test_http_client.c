@@ -130,7 +130,7 @@ START_TEST(client_read_timeout)
     int l = sp_listen(&a, NULL);
     ck_assert_int_ge(l, 0);
     sp_addr_of_socket(l, false, &a);
-    sp_http_client_opts_t o = {.timeout_ms = 200};
+    sp_http_client_opts_t o = {.timeout_us = 200000};
     sp_http_client_t *cl = sp_http_client_create(&o);
     char u[64];
     snprintf(u, sizeof u, "http://127.0.0.1:%d/", sp_addr_port(&a));
@@ -299,7 +299,7 @@ static void scripted_start(scripted_t *x)
     sp_addr_of_socket(x->s.fd, false, &a);
     snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d", sp_addr_port(&a));
     ck_assert_int_eq(pthread_create(&x->th, NULL, script_serve, &x->s), 0);
-    sp_http_client_opts_t o = {.timeout_ms = 2000};
+    sp_http_client_opts_t o = {.timeout_us = 2000000};
     x->cl = sp_http_client_create(&o);
     ck_assert_ptr_nonnull(x->cl);
 }

@@ -269,9 +269,9 @@ END_TEST
 
 static void setup_short_timeouts(void)
 {
-    sp_http_server_opts_t o = {.header_timeout_ms = 300,
-                               .keepalive_timeout_ms = 200,
-                               .body_timeout_ms = 300,
+    sp_http_server_opts_t o = {.header_timeout_us = 300000,
+                               .keepalive_timeout_us = 200000,
+                               .body_timeout_us = 300000,
                                .server_name = "test-server/1"};
     server_start(&o);
 }
@@ -349,7 +349,7 @@ static int h_ignore_body(sp_http_request_t *req, sp_http_response_t *res, void *
 
 static void setup_body_limits(void)
 {
-    sp_http_server_opts_t o = {.body_timeout_ms = 10000, .body_deadline_ms = 300,
+    sp_http_server_opts_t o = {.body_timeout_us = 10000000, .body_deadline_us = 300000,
                                .max_body = BODY_MAX, .max_buffered_bodies = BODIES_CAP};
     server_start(&o);
 }
@@ -357,7 +357,7 @@ static void setup_body_limits(void)
 static void setup_streaming(void)
 {
     sp_http_server_opts_t o = {.stream_bodies = true, .max_body = 64u << 20,
-                               .body_deadline_ms = 10000};
+                               .body_deadline_us = 10000000};
     server_start(&o);
     sp_http_router_add(S.router, SP_HTTP_EXACT, "/sum", SP_HTTP_M_POST, h_stream_sum, NULL);
     sp_http_router_add(S.router, SP_HTTP_EXACT, "/ignore", SP_HTTP_M_POST, h_ignore_body,
@@ -507,9 +507,9 @@ END_TEST
  * that comes earlier than the armed timer must still be kept. */
 static void setup_long_keepalive(void)
 {
-    sp_http_server_opts_t o = {.header_timeout_ms = 300,
-                               .keepalive_timeout_ms = 2000,
-                               .body_timeout_ms = 300,
+    sp_http_server_opts_t o = {.header_timeout_us = 300000,
+                               .keepalive_timeout_us = 2000000,
+                               .body_timeout_us = 300000,
                                .server_name = "test-server/1"};
     server_start(&o);
 }

@@ -249,16 +249,16 @@ typedef struct sp_http_server_opts {
     bool no_body;            /* refuse every request body (413), as a
                                 max_body of 0 would if 0 did not mean the
                                 default; max_body is then ignored */
-    int64_t header_timeout_ms;    /* from a request's first byte to the end of
+    int64_t header_timeout_us;    /* from a request's first byte to the end of
                                      its headers; 10 s; over: 408, close. Also
                                      bounds a new connection's wait for its
                                      first byte (silent close) */
-    int64_t keepalive_timeout_ms; /* idle between requests; 60 s; silent close */
-    int64_t body_timeout_ms;      /* wait for the next bytes of a body; 60 s;
+    int64_t keepalive_timeout_us; /* idle between requests; 60 s; silent close */
+    int64_t body_timeout_us;      /* wait for the next bytes of a body; 60 s;
                                      over: 408, close */
-    int64_t send_timeout_ms;      /* wait for the client to take response
+    int64_t send_timeout_us;      /* wait for the client to take response
                                      bytes; 60 s; over: close */
-    int64_t body_deadline_ms;     /* the whole body, from the end of the
+    int64_t body_deadline_us;     /* the whole body, from the end of the
                                      headers; 120 s; over: 408, close (a
                                      body trickled a byte at a time cannot
                                      hold a connection longer) */
@@ -287,11 +287,11 @@ typedef struct sp_http_server_opts {
 #define SP_HTTP_DEFAULT_MAX_HEADER_SIZE (16u * 1024u)
 #define SP_HTTP_DEFAULT_MAX_HEADERS 100
 #define SP_HTTP_DEFAULT_MAX_BODY (1024u * 1024u)
-#define SP_HTTP_DEFAULT_HEADER_TIMEOUT_MS 10000
-#define SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS 60000
-#define SP_HTTP_DEFAULT_BODY_TIMEOUT_MS 60000
-#define SP_HTTP_DEFAULT_SEND_TIMEOUT_MS 60000
-#define SP_HTTP_DEFAULT_BODY_DEADLINE_MS 120000
+#define SP_HTTP_DEFAULT_HEADER_TIMEOUT_US 10000000LL
+#define SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_US 60000000LL
+#define SP_HTTP_DEFAULT_BODY_TIMEOUT_US 60000000LL
+#define SP_HTTP_DEFAULT_SEND_TIMEOUT_US 60000000LL
+#define SP_HTTP_DEFAULT_BODY_DEADLINE_US 120000000LL
 #define SP_HTTP_DEFAULT_BUFFERED_BODIES 64 /* times max_body */
 
 /* Longest server_name, in bytes. */
@@ -332,8 +332,8 @@ int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us);
  * thread (a configuration reload). Same meaning as in opts: 0 the default,
  * negative none. A wait already under way keeps its deadline; every later
  * wait, on new and open connections alike, uses the new values. */
-void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_ms,
-                                 int64_t keepalive_timeout_ms);
+void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_us,
+                                 int64_t keepalive_timeout_us);
 /* 0 (the shape of every sp_*_stats). */
 int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out);
 void sp_http_server_destroy(sp_http_server_t *srv);
@@ -347,10 +347,10 @@ void sp_http_server_destroy(sp_http_server_t *srv);
 typedef struct sp_http_client sp_http_client_t;
 
 typedef struct sp_http_client_opts {
-    int64_t connect_timeout_ms; /* 10 s */
-    int64_t timeout_ms;         /* each wait to send or receive; 30 s */
+    int64_t connect_timeout_us; /* 10 s */
+    int64_t timeout_us;         /* each wait to send or receive; 30 s */
     int max_idle_per_host;      /* pooled connections per host:port; 8; < 0 none */
-    int64_t idle_timeout_ms;    /* pooled connections older are closed; 30 s */
+    int64_t idle_timeout_us;    /* pooled connections older are closed; 30 s */
     size_t max_response;        /* response body; 8 MiB; over: -EMSGSIZE */
 } sp_http_client_opts_t;
 
@@ -379,7 +379,7 @@ typedef struct sp_http_client_response sp_http_client_response_t;
  * DELETE) is sent again, once, on a new connection; any other may have
  * been processed and fails with -ECONNRESET. A server that answers before
  * taking the whole body (a 413) and closes: its answer is returned. A 101
- * answer is returned and its connection closed. timeout_ms bounds each
+ * answer is returned and its connection closed. timeout_us bounds each
  * wait, not the whole exchange. 0 and *out (free it), or -errno: -EINVAL
  * (bad URL, method or header; body_len without body), -EPROTONOSUPPORT
  * (not http://), -ENOENT (no such host), -ECONNREFUSED, -ETIMEDOUT,

@@ -56,8 +56,9 @@ int sp_listen(const sp_addr_t *a, const sp_listen_opts_t *opts);
  * the fd or -errno (-ETIMEDOUT). */
 int sp_connect(const sp_addr_t *a, int64_t timeout_us);
 int sp_set_nodelay(int fd, bool on);
-/* SO_KEEPALIVE with TCP_KEEPIDLE/INTVL/CNT (0 = leave the kernel's). */
-int sp_set_keepalive(int fd, bool on, int idle_s, int interval_s, int count);
+/* SO_KEEPALIVE with TCP_KEEPIDLE/INTVL/CNT (0 = leave the kernel's). The
+ * kernel counts whole seconds: a time is rounded up to the next one. */
+int sp_set_keepalive(int fd, bool on, int64_t idle_us, int64_t interval_us, int count);
 
 /* Read exactly n bytes (fewer only at EOF: returns what was read). */
 ssize_t sp_read_full(int fd, void *buf, size_t n);

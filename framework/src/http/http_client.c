@@ -38,15 +38,15 @@ sp_http_client_t *sp_http_client_create(const sp_http_client_opts_t *opts)
     if (opts)
         c->opts = *opts;
     sp_http_client_opts_t *o = &c->opts;
-    o->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 10000;
-    o->timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;
+    o->connect_timeout_us = o->connect_timeout_us ? o->connect_timeout_us : 10000000;
+    o->timeout_us = o->timeout_us ? o->timeout_us : 30000000;
     o->max_idle_per_host = o->max_idle_per_host ? o->max_idle_per_host : 8;
-    o->idle_timeout_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 30000;
+    o->idle_timeout_us = o->idle_timeout_us > 0 ? o->idle_timeout_us : 30000000;
     o->max_response = o->max_response ? o->max_response : 8u << 20;
     c->limits = (sp_http_server_opts_t){.max_header_size = 64 * 1024,
                                         .max_headers = 256,
                                         .max_body = o->max_response};
-    sp__http_pool_init(&c->pool, o->max_idle_per_host, o->idle_timeout_ms);
+    sp__http_pool_init(&c->pool, o->max_idle_per_host, o->idle_timeout_us);
     return c;
 }
 
@@ -211,7 +211,7 @@ static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
     while (rc == 1) {
         if ((rc = parse(m, &in)) != 1)
             break;
-        ssize_t n = sp__http_read(fd, &in, READ_SIZE, sp__http_deadline(c->opts.timeout_ms),
+        ssize_t n = sp__http_read(fd, &in, READ_SIZE, sp__http_deadline(c->opts.timeout_us),
                                   &drained);
         if (n > 0)
             *answered = true;
@@ -227,7 +227,7 @@ static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
 static int exchange(const sp_http_client_t *c, int fd, const sp_buf_t *req,
                     const sp_http_client_request_t *rq, sp_http_request_t *m, bool *answered)
 {
-    sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_ms, false};
+    sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_us, false};
     struct iovec v[2] = {{sp__buf_data(req), sp__buf_len(req)}, {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
     sp_buf_free(&o.buf);
@@ -247,7 +247,7 @@ static int dial(const sp_http_client_t *c, const target_t *t)
     int n = sp_addr_resolve(t->key, &a, 1);
     if (n < 1)
         return n < 0 ? n : -ENOENT;
-    int fd = sp_connect(&a, c->opts.connect_timeout_ms < 0 ? -1 : c->opts.connect_timeout_ms * 1000);
+    int fd = sp_connect(&a, c->opts.connect_timeout_us < 0 ? -1 : c->opts.connect_timeout_us);
     if (fd >= 0)
         sp_set_nodelay(fd, true);
     return fd;

@@ -14,7 +14,7 @@ typedef struct sp__http_pool {
     uint64_t idle_ns;
 } sp__http_pool_t;
 
-void sp__http_pool_init(sp__http_pool_t *p, int max_per_key, int64_t idle_ms);
+void sp__http_pool_init(sp__http_pool_t *p, int max_per_key, int64_t idle_us);
 /* Close every pooled connection. */
 void sp__http_pool_destroy(sp__http_pool_t *p);
 /* A pooled connection to key that can carry a request, or -1. */

@@ -21,12 +21,12 @@ typedef struct pooled {
     char key[];
 } pooled_t;
 
-void sp__http_pool_init(sp__http_pool_t *p, int max_per_key, int64_t idle_ms)
+void sp__http_pool_init(sp__http_pool_t *p, int max_per_key, int64_t idle_us)
 {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->lock, NULL);
     p->max_per_key = max_per_key;
-    p->idle_ns = (uint64_t)idle_ms * 1000000u;
+    p->idle_ns = (uint64_t)idle_us * 1000u;
 }
 
 static void close_all(pooled_t *list)

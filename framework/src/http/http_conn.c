@@ -59,7 +59,7 @@ enum { CLOSE = -1 }; /* read_request: close without an answer */
 /* After an error answer the client may still be sending: read and drop its
  * bytes for a while before closing, or the kernel would answer them with a
  * reset that can destroy the answer before the client reads it. */
-enum { LINGER_MS = 2000, LINGER_BYTES = 1 << 20 };
+enum { LINGER_US = 2000000, LINGER_BYTES = 1 << 20 };
 
 /* ---- the list of connections ---------------------------------------------- */
 
@@ -163,8 +163,8 @@ static uint64_t body_wait_deadline(sp__http_conn_t *c)
 {
     const sp_http_server_opts_t *o = &c->srv->opts;
     if (!c->body_deadline)
-        c->body_deadline = sp__http_deadline(o->body_deadline_ms);
-    uint64_t wait = sp__http_deadline(o->body_timeout_ms);
+        c->body_deadline = sp__http_deadline(o->body_deadline_us);
+    uint64_t wait = sp__http_deadline(o->body_timeout_us);
     if (!wait || (c->body_deadline && c->body_deadline < wait))
         return c->body_deadline;
     return wait;
@@ -192,12 +192,12 @@ static int read_request(sp__http_conn_t *c, bool first)
             return CLOSE;
         /* Before this fiber waits: */
         sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
-        int64_t header_ms = atomic_load(&c->srv->header_timeout_ms);
+        int64_t header_us = atomic_load(&c->srv->header_timeout_us);
         if (begun && !body && !header_deadline)
-            header_deadline = sp__http_deadline(header_ms);
+            header_deadline = sp__http_deadline(header_us);
         ssize_t n = !begun ? read_idle(c, sp__http_deadline(
-                                              first ? header_ms
-                                                    : atomic_load(&c->srv->keepalive_timeout_ms)))
+                                              first ? header_us
+                                                    : atomic_load(&c->srv->keepalive_timeout_us)))
                     : body ? conn_read(c, BODY_READ, body_wait_deadline(c))
                            : conn_read(c, HEADER_READ, header_deadline);
         if (n > 0)
@@ -210,7 +210,7 @@ static int read_request(sp__http_conn_t *c, bool first)
 static void linger(sp__http_conn_t *c)
 {
     shutdown(c->fd, SHUT_WR);
-    uint64_t deadline = sp__http_deadline(LINGER_MS);
+    uint64_t deadline = sp__http_deadline(LINGER_US);
     size_t dropped = 0;
     while (dropped < LINGER_BYTES) {
         sp_buf_clear(&c->in);
@@ -415,7 +415,7 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->srv = srv;
     c->fd = fd;
     sp_buf_init(&c->in);
-    c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_ms, false};
+    c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_us, false};
     sp__http_req_init(&c->req, &srv->opts);
     c->req.peer = peer;
     c->req.body_pool = &srv->body_bytes;

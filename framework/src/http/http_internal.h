@@ -149,7 +149,7 @@ static inline sp__http_kv_t *sp__http_kv(const sp_http_request_t *r)
 typedef struct sp__http_out {
     int fd;
     sp_buf_t buf;
-    int64_t timeout_ms; /* per wait for the socket to take bytes; < 0 none */
+    int64_t timeout_us; /* per wait for the socket to take bytes; < 0 none */
     bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
 } sp__http_out_t;
 
@@ -172,8 +172,8 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
  * the file bytes that went out. 0 or -errno. */
 int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
                           size_t *sent);
-/* The deadline ms from now on the sp_now_ns clock; 0 (none) for ms < 0. */
-uint64_t sp__http_deadline(int64_t ms);
+/* The deadline us from now on the sp_now_ns clock; 0 (none) for us < 0. */
+uint64_t sp__http_deadline(int64_t us);
 /* Microseconds left until deadline_ns (sp_now_ns clock), -1 for none. */
 int64_t sp__http_left_us(uint64_t deadline_ns);
 /* Wait for readiness: sp_io_wait in a fiber, poll elsewhere. 0 or -errno. */
@@ -256,7 +256,7 @@ struct sp_http_server {
     sp_http_server_opts_t opts; /* defaults filled in */
     /* The timeouts sp_http_server_set_timeouts() may change while the
      * server runs; connections read these, not opts. */
-    _Atomic int64_t header_timeout_ms, keepalive_timeout_ms;
+    _Atomic int64_t header_timeout_us, keepalive_timeout_us;
     char server_line[sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX];
     sp_logger_t *access; /* NULL unless opts.access_log */
     _Atomic bool stopping;

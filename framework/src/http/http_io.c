@@ -15,9 +15,9 @@
 #include "io/iomanager_internal.h"
 #include "spindle/timer.h"
 
-uint64_t sp__http_deadline(int64_t ms)
+uint64_t sp__http_deadline(int64_t us)
 {
-    return ms < 0 ? 0 : sp_now_ns() + (uint64_t)ms * 1000000u;
+    return us < 0 ? 0 : sp_now_ns() + (uint64_t)us * 1000u;
 }
 
 int64_t sp__http_left_us(uint64_t deadline_ns)
@@ -47,8 +47,7 @@ int sp__http_wait(int fd, int event, int64_t timeout_us)
 
 static int wait_writable(const sp__http_out_t *o)
 {
-    int64_t us = o->timeout_ms < 0 ? -1 : o->timeout_ms * 1000;
-    return sp__http_wait(o->fd, SP_IO_WRITE, us);
+    return sp__http_wait(o->fd, SP_IO_WRITE, o->timeout_us < 0 ? -1 : o->timeout_us);
 }
 
 /* One recv into `in` (into the thread's input scratch when `borrowed` is

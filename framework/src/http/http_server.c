@@ -14,7 +14,7 @@ static void fill_size(size_t *v, size_t def)
         *v = def;
 }
 
-static void fill_ms(int64_t *v, int64_t def)
+static void fill_us(int64_t *v, int64_t def)
 {
     if (*v == 0)
         *v = def;
@@ -48,11 +48,11 @@ static void fill_defaults(sp_http_server_opts_t *o)
         fill_size(&o->max_body, SP_HTTP_DEFAULT_MAX_BODY);
     if (o->max_headers <= 0)
         o->max_headers = SP_HTTP_DEFAULT_MAX_HEADERS;
-    fill_ms(&o->header_timeout_ms, SP_HTTP_DEFAULT_HEADER_TIMEOUT_MS);
-    fill_ms(&o->keepalive_timeout_ms, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS);
-    fill_ms(&o->body_timeout_ms, SP_HTTP_DEFAULT_BODY_TIMEOUT_MS);
-    fill_ms(&o->send_timeout_ms, SP_HTTP_DEFAULT_SEND_TIMEOUT_MS);
-    fill_ms(&o->body_deadline_ms, SP_HTTP_DEFAULT_BODY_DEADLINE_MS);
+    fill_us(&o->header_timeout_us, SP_HTTP_DEFAULT_HEADER_TIMEOUT_US);
+    fill_us(&o->keepalive_timeout_us, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_US);
+    fill_us(&o->body_timeout_us, SP_HTTP_DEFAULT_BODY_TIMEOUT_US);
+    fill_us(&o->send_timeout_us, SP_HTTP_DEFAULT_SEND_TIMEOUT_US);
+    fill_us(&o->body_deadline_us, SP_HTTP_DEFAULT_BODY_DEADLINE_US);
     fill_size(&o->max_buffered_bodies, SP_HTTP_DEFAULT_BUFFERED_BODIES * o->max_body);
     fill_conns(o);
     /* Answers are written whole; Nagle would only delay the last piece of
@@ -77,13 +77,13 @@ static int server_line(sp_http_server_t *srv, const char *name)
     return rc;
 }
 
-void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_ms,
-                                 int64_t keepalive_timeout_ms)
+void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_us,
+                                 int64_t keepalive_timeout_us)
 {
-    fill_ms(&header_timeout_ms, SP_HTTP_DEFAULT_HEADER_TIMEOUT_MS);
-    fill_ms(&keepalive_timeout_ms, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_MS);
-    atomic_store(&srv->header_timeout_ms, header_timeout_ms);
-    atomic_store(&srv->keepalive_timeout_ms, keepalive_timeout_ms);
+    fill_us(&header_timeout_us, SP_HTTP_DEFAULT_HEADER_TIMEOUT_US);
+    fill_us(&keepalive_timeout_us, SP_HTTP_DEFAULT_KEEPALIVE_TIMEOUT_US);
+    atomic_store(&srv->header_timeout_us, header_timeout_us);
+    atomic_store(&srv->keepalive_timeout_us, keepalive_timeout_us);
 }
 
 sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn handler,
@@ -103,8 +103,8 @@ sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn h
     fill_defaults(&srv->opts);
     srv->handler = handler;
     srv->arg = arg;
-    atomic_init(&srv->header_timeout_ms, srv->opts.header_timeout_ms);
-    atomic_init(&srv->keepalive_timeout_ms, srv->opts.keepalive_timeout_ms);
+    atomic_init(&srv->header_timeout_us, srv->opts.header_timeout_us);
+    atomic_init(&srv->keepalive_timeout_us, srv->opts.keepalive_timeout_us);
     pthread_mutex_init(&srv->lock, NULL);
     int rc = server_line(srv, srv->opts.server_name);
     srv->opts.server_name = NULL; /* the caller's string is not kept */

@@ -1,5 +1,6 @@
 /* Socket set-up and whole-buffer I/O. */
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -91,8 +92,16 @@ int sp_set_nodelay(int fd, bool on)
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) < 0 ? -errno : 0;
 }
 
-int sp_set_keepalive(int fd, bool on, int idle_s, int interval_s, int count)
+/* Whole seconds, rounded up, for the kernel's keepalive options. */
+static int seconds_of(int64_t us)
 {
+    int64_t s = (us + 999999) / 1000000;
+    return s > INT_MAX ? INT_MAX : (int)s;
+}
+
+int sp_set_keepalive(int fd, bool on, int64_t idle_us, int64_t interval_us, int count)
+{
+    int idle_s = seconds_of(idle_us), interval_s = seconds_of(interval_us);
     int v = on;
     if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof v) < 0)
         return -errno;
