@@ -62,8 +62,7 @@ static int count_header(sp_http_request_t *r)
     if (r->nheaders >= (size_t)r->opts->max_headers)
         return sp__http_fail(r, 431);
     r->nheaders++;
-    r->header_bytes += 4; /* ": " and CRLF, as on the wire */
-    return 0;
+    return count_header_bytes(r, 4); /* ": " and CRLF, as on the wire */
 }
 
 static int on_url(http_parser *p, const char *at, size_t n)
