@@ -45,15 +45,7 @@ bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd)
 
 void sp__hook_adopt(const sp__hook_bridge_t *b, int fd, bool stream, bool user_nb)
 {
-    sp__fd_ctx_t *c = b->fd_ctx(fd);
-    if (!c)
-        return;
-    sp__spin_lock(&c->lock);
-    b->fd_ctx_forget(c);
-    atomic_store(&c->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB |
-                                (stream ? SP_FD_STREAM : 0) |
-                                (user_nb ? SP_FD_USER_NB : 0));
-    sp__spin_unlock(&c->lock);
+    b->fd_adopt(fd, (stream ? SP_FD_STREAM : 0) | (user_nb ? SP_FD_USER_NB : 0));
 }
 
 uint64_t sp__hook_deadline(int64_t timeout_us)

@@ -3,6 +3,7 @@
  * when an fd in their range is first used. Lookups take no lock. */
 #include "fd_table.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -97,6 +98,18 @@ unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd)
     }
     sp__spin_unlock(&c->lock);
     return fl;
+}
+
+int sp__fd_adopt(int fd, unsigned flags)
+{
+    sp__fd_ctx_t *c = sp__fd_ctx(fd);
+    if (!c)
+        return -EBADF;
+    sp__spin_lock(&c->lock);
+    sp__fd_ctx_forget(c);
+    atomic_store(&c->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB | flags);
+    sp__spin_unlock(&c->lock);
+    return 0;
 }
 
 void sp__fd_ctx_forget(sp__fd_ctx_t *c)

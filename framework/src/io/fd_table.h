@@ -62,6 +62,11 @@ static inline sp__fd_ctx_t *sp__fd_ctx_known(int fd)
 unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd);
 /* With the lock held: forget what we know (the fd number was closed). */
 void sp__fd_ctx_forget(sp__fd_ctx_t *c);
+/* A new socket of ours, non-blocking underneath: its entry starts afresh
+ * as a managed socket with `flags` (SP_FD_STREAM, SP_FD_USER_NB: the
+ * user's view). The one way a socket is adopted: the hooks (socket,
+ * accept) and the TCP server's acceptor both call it. 0 or -EBADF. */
+int sp__fd_adopt(int fd, unsigned flags);
 
 /* The entry for fd with its flags in *flags (read from the kernel on the
  * entry's first use), or NULL as for sp__fd_ctx(). */

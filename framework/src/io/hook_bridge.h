@@ -25,6 +25,7 @@ typedef struct sp__hook_bridge {
     sp__fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
     unsigned (*fd_ctx_load)(sp__fd_ctx_t *c, int fd);
     void (*fd_ctx_forget)(sp__fd_ctx_t *c);
+    int (*fd_adopt)(int fd, unsigned flags);
     int (*run_blocking)(void (*fn)(void *), void *arg);
 } sp__hook_bridge_t;
 

@@ -66,5 +66,6 @@ const sp__hook_bridge_t sp__hook_bridge = {
     .fd_active = fd_active,
     .fd_ctx_load = sp__fd_ctx_load,
     .fd_ctx_forget = sp__fd_ctx_forget,
+    .fd_adopt = sp__fd_adopt,
     .run_blocking = sp_run_blocking,
 };

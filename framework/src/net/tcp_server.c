@@ -255,20 +255,6 @@ static void conn_main(void *p)
     live_done(srv);
 }
 
-/* The socket is non-blocking underneath; tell the hooks the user sees a
- * blocking socket, as accept(2) would give. */
-static void mark_blocking_view(int fd)
-{
-    sp__fd_ctx_t *ctx = sp__fd_ctx(fd);
-    if (!ctx)
-        return;
-    sp__spin_lock(&ctx->lock);
-    sp__fd_ctx_forget(ctx);
-    atomic_store(&ctx->flags,
-                 SP_FD_VALID | SP_FD_SOCKET | SP_FD_STREAM | SP_FD_SYS_NB);
-    sp__spin_unlock(&ctx->lock);
-}
-
 static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
 {
     conn_t *c = calloc(1, sizeof *c);
@@ -277,7 +263,9 @@ static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
     c->srv = srv;
     c->fd = fd;
     c->peer = *peer;
-    mark_blocking_view(fd);
+    /* Non-blocking underneath; the user sees a blocking socket, as
+     * accept(2) would give. */
+    sp__fd_adopt(fd, SP_FD_STREAM);
     pthread_mutex_lock(&srv->lock);
     srv->live++;
     sp__list_push_front(&srv->conns, &c->link);
