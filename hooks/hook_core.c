@@ -29,18 +29,7 @@ const sp__hook_bridge_t *sp__hook_active(void)
  * blocking. */
 bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd)
 {
-    bool ok = true;
-    sp__spin_lock(&c->lock);
-    unsigned fl = atomic_load(&c->flags);
-    if (!(fl & SP_FD_SYS_NB)) {
-        const sp__real_t *r = sp__real();
-        int kfl = r->fcntl(fd, F_GETFL);
-        ok = kfl >= 0 && r->fcntl(fd, F_SETFL, kfl | O_NONBLOCK) == 0;
-        if (ok)
-            atomic_store(&c->flags, fl | SP_FD_SYS_NB);
-    }
-    sp__spin_unlock(&c->lock);
-    return ok;
+    return sp__bridge()->fd_make_nonblocking(c, fd, sp__real()->fcntl);
 }
 
 void sp__hook_adopt(const sp__hook_bridge_t *b, int fd, bool stream, bool user_nb)

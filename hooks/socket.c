@@ -125,14 +125,7 @@ static void copy_fd(int oldfd, int newfd)
     sp__fd_ctx_t *to = b ? b->fd_ctx(newfd) : NULL;
     if (!from || !to || from == to)
         return;
-    unsigned fl = b->fd_ctx_load(from, oldfd);
-    int64_t rcv = atomic_load(&from->rcv_timeout_us);
-    int64_t snd = atomic_load(&from->snd_timeout_us);
-    sp__spin_lock(&to->lock);
-    atomic_store(&to->flags, fl);
-    atomic_store(&to->rcv_timeout_us, rcv);
-    atomic_store(&to->snd_timeout_us, snd);
-    sp__spin_unlock(&to->lock);
+    b->fd_copy(to, from, b->fd_ctx_load(from, oldfd));
 }
 
 int dup(int oldfd)
@@ -177,14 +170,6 @@ static sp__fd_ctx_t *managed_nb(int fd)
     return (fl & SP_FD_VALID) && (fl & SP_FD_SOCKET) && (fl & SP_FD_SYS_NB) ? c : NULL;
 }
 
-static void set_user_nb(sp__fd_ctx_t *c, bool on)
-{
-    sp__spin_lock(&c->lock);
-    unsigned fl = atomic_load(&c->flags);
-    atomic_store(&c->flags, on ? fl | SP_FD_USER_NB : fl & ~(unsigned)SP_FD_USER_NB);
-    sp__spin_unlock(&c->lock);
-}
-
 int fcntl(int fd, int cmd, ...)
 {
     const sp__real_t *r = sp__real();
@@ -206,7 +191,7 @@ int fcntl(int fd, int cmd, ...)
         sp__fd_ctx_t *c = managed_nb(fd);
         ret = r->fcntl(fd, cmd, c ? fl | O_NONBLOCK : fl);
         if (ret == 0 && c)
-            set_user_nb(c, fl & O_NONBLOCK);
+            sp__bridge()->fd_set_user_nb(c, fl & O_NONBLOCK);
         return ret;
     }
     case F_DUPFD:
@@ -258,7 +243,7 @@ int ioctl(int fd, unsigned long request, ...)
         /* Keep the kernel side non-blocking; record what the user wants
          * (sylar made the socket really blocking here and stalled the
          * worker). */
-        set_user_nb(c, *(int *)arg != 0);
+        sp__bridge()->fd_set_user_nb(c, *(int *)arg != 0);
         return 0;
     }
     return sp__real()->ioctl(fd, request, arg);
@@ -282,9 +267,7 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
         int64_t us = (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
         sp__fd_ctx_t *c = b->fd_ctx(fd);
         if (c)
-            atomic_store(name == SO_RCVTIMEO ? &c->rcv_timeout_us
-                                             : &c->snd_timeout_us,
-                         us > 0 ? us : -1);
+            b->fd_set_timeout(c, name == SO_RCVTIMEO, us);
     }
     return ret;
 }

@@ -4,6 +4,8 @@
 #     lower layer ("io/fd_table.h"), public headers (spindle/x.h) of its own
 #     layer or a lower one; never a higher layer, never a folder of the
 #     same level (so no two folders include each other);
+#   - hooks/ sees the framework only through io/hook_bridge.h (and base/):
+#     the preload library shares no other internals with it;
 #   - no source or header file is over 600 lines, no function over 80
 #     (a function: from a line that is "{" to the next that is "}").
 # Exit 1 with one line per violation. Run by `make test` (ctest: layers).
@@ -61,6 +63,8 @@ check_file() {
       may_include "$file" "$from" "${public[$h]}" "$inc"
     elif [[ $inc == */* ]]; then
       may_include "$file" "$from" "${inc%%/*}" "$inc"
+      [[ $from != hooks || $inc == io/hook_bridge.h || $inc == base/* ]] ||
+        say "$file: $inc: hooks/ may include only io/hook_bridge.h and base/"
       [[ -f framework/src/$inc ]] || say "$file: $inc: no such header"
     elif [[ ! -f $dir/$inc ]]; then
       say "$file: $inc: not in its folder (name the folder: \"layer/$inc\")"

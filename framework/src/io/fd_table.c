@@ -112,6 +112,45 @@ int sp__fd_adopt(int fd, unsigned flags)
     return 0;
 }
 
+void sp__fd_set_user_nb(sp__fd_ctx_t *c, bool on)
+{
+    sp__spin_lock(&c->lock);
+    unsigned fl = atomic_load(&c->flags);
+    atomic_store(&c->flags, on ? fl | SP_FD_USER_NB : fl & ~(unsigned)SP_FD_USER_NB);
+    sp__spin_unlock(&c->lock);
+}
+
+void sp__fd_set_timeout(sp__fd_ctx_t *c, bool reading, int64_t us)
+{
+    atomic_store(reading ? &c->rcv_timeout_us : &c->snd_timeout_us, us > 0 ? us : -1);
+}
+
+void sp__fd_copy(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags)
+{
+    int64_t rcv = atomic_load(&from->rcv_timeout_us);
+    int64_t snd = atomic_load(&from->snd_timeout_us);
+    sp__spin_lock(&to->lock);
+    atomic_store(&to->flags, flags);
+    atomic_store(&to->rcv_timeout_us, rcv);
+    atomic_store(&to->snd_timeout_us, snd);
+    sp__spin_unlock(&to->lock);
+}
+
+bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd, int (*real_fcntl)(int, int, ...))
+{
+    bool ok = true;
+    sp__spin_lock(&c->lock);
+    unsigned fl = atomic_load(&c->flags);
+    if (!(fl & SP_FD_SYS_NB)) {
+        int kfl = real_fcntl(fd, F_GETFL);
+        ok = kfl >= 0 && real_fcntl(fd, F_SETFL, kfl | O_NONBLOCK) == 0;
+        if (ok)
+            atomic_store(&c->flags, fl | SP_FD_SYS_NB);
+    }
+    sp__spin_unlock(&c->lock);
+    return ok;
+}
+
 void sp__fd_ctx_forget(sp__fd_ctx_t *c)
 {
     atomic_store(&c->flags, 0);

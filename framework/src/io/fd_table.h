@@ -67,6 +67,16 @@ void sp__fd_ctx_forget(sp__fd_ctx_t *c);
  * user's view). The one way a socket is adopted: the hooks (socket,
  * accept) and the TCP server's acceptor both call it. 0 or -EBADF. */
 int sp__fd_adopt(int fd, unsigned flags);
+/* The other changes the hooks make to an entry, each under its lock: the
+ * user's O_NONBLOCK view (fcntl, ioctl FIONBIO); a hooked wait's timeout
+ * (SO_RCVTIMEO/SO_SNDTIMEO; <= 0: none); what a dup'ed fd shares with its
+ * original (its flags as given, and the timeouts); and a socket from
+ * outside made non-blocking underneath with the real fcntl (false if
+ * that failed). */
+void sp__fd_set_user_nb(sp__fd_ctx_t *c, bool on);
+void sp__fd_set_timeout(sp__fd_ctx_t *c, bool reading, int64_t us);
+void sp__fd_copy(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags);
+bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd, int (*real_fcntl)(int, int, ...));
 
 /* The entry for fd with its flags in *flags (read from the kernel on the
  * entry's first use), or NULL as for sp__fd_ctx(). */

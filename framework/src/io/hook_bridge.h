@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "fd_table.h"
-#include "iomanager_internal.h"
+#include "spindle/iomanager.h"
 
 typedef struct sp__hook_bridge {
     bool (*enabled)(void);
@@ -25,7 +25,12 @@ typedef struct sp__hook_bridge {
     sp__fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
     unsigned (*fd_ctx_load)(sp__fd_ctx_t *c, int fd);
     void (*fd_ctx_forget)(sp__fd_ctx_t *c);
+    /* Every change the hooks make to an fd's entry (fd_table.h). */
     int (*fd_adopt)(int fd, unsigned flags);
+    void (*fd_set_user_nb)(sp__fd_ctx_t *c, bool on);
+    void (*fd_set_timeout)(sp__fd_ctx_t *c, bool reading, int64_t us);
+    void (*fd_copy)(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags);
+    bool (*fd_make_nonblocking)(sp__fd_ctx_t *c, int fd, int (*real_fcntl)(int, int, ...));
     int (*run_blocking)(void (*fn)(void *), void *arg);
 } sp__hook_bridge_t;
 

@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 
 #include "hook_bridge.h"
+#include "iomanager_internal.h"
 #include "sched/scheduler_internal.h"
 #include "spindle/hook.h"
 #include "spindle/timer.h"
@@ -67,5 +68,9 @@ const sp__hook_bridge_t sp__hook_bridge = {
     .fd_ctx_load = sp__fd_ctx_load,
     .fd_ctx_forget = sp__fd_ctx_forget,
     .fd_adopt = sp__fd_adopt,
+    .fd_set_user_nb = sp__fd_set_user_nb,
+    .fd_set_timeout = sp__fd_set_timeout,
+    .fd_copy = sp__fd_copy,
+    .fd_make_nonblocking = sp__fd_make_nonblocking,
     .run_blocking = sp_run_blocking,
 };
