@@ -21,12 +21,6 @@
 #include "hook_bridge.h"
 #include "iomanager_internal.h"
 
-static void iom_idle(sp_scheduler_t *s, int worker);
-
-sp_iomanager_t *sp__iom_of(sp_scheduler_t *s)
-{
-    return s && s->ops.idle == iom_idle ? (sp_iomanager_t *)s : NULL;
-}
 
 sp_iomanager_t *sp_iomanager_current(void)
 {
@@ -38,31 +32,9 @@ sp_scheduler_t *sp_iomanager_scheduler(sp_iomanager_t *io)
     return &io->s;
 }
 
-sp__timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker)
-{
-    return worker >= 0 && worker < io->nw ? &io->w[worker]->timers : NULL;
-}
-
 static void tickle(sp_scheduler_t *s, int worker)
 {
-    char c = 1;
-    /* Raw syscalls for our own pipe: no trip through the hooks. */
-    long r = syscall(SYS_write, sp__iom_of(s)->w[worker]->pipe_wr, &c, 1);
-    (void)r; /* a full pipe already guarantees a wake-up */
-}
-
-/* A busy worker looks at its inbox and timers before it next blocks, so
- * only a sleeping one needs the pipe. */
-void sp__iom_kick(sp_iomanager_t *io, int worker)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&io->s.workers[worker].idle))
-        tickle(&io->s, worker);
-}
-
-void sp__iom_timer_kick(sp_iomanager_t *io, int worker)
-{
-    sp__iom_kick(io, worker);
+    sp__iom_tickle(sp__iom_of(s), worker);
 }
 
 /* ---- workers ------------------------------------------------------------ */
@@ -115,7 +87,7 @@ static void poll_once(sp_scheduler_t *s, int worker, bool block)
     sp__timer_heap_expire(&x->timers);
 }
 
-static void iom_idle(sp_scheduler_t *s, int worker)
+void sp__iom_idle(sp_scheduler_t *s, int worker)
 {
     poll_once(s, worker, true);
 }
@@ -253,7 +225,7 @@ sp_iomanager_t *sp_iomanager_create(const char *name, int threads,
         errno = -rc;
         return NULL;
     }
-    io->s.ops.idle = iom_idle;
+    io->s.ops.idle = sp__iom_idle;
     io->s.ops.tickle = tickle;
     io->s.ops.tick = iom_tick;
     io->s.ops.exit = iom_exit;

@@ -5,6 +5,8 @@
 
 #include <ev.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/list.h"
 #include "fd_table.h"
@@ -56,21 +58,52 @@ typedef struct iom_worker {
 /* The loop's invoke step (ev_set_invoke_pending_cb): libev's callbacks,
  * then the batch they noted. */
 void sp__io_invoke_pending(struct ev_loop *loop);
-/* The timer heap of worker slot `worker` (base or extra), or NULL past the
- * slots. */
-sp__timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker);
-/* Wake the owner of a heap if it is idle, so it re-arms for an earlier
- * deadline. */
-void sp__iom_timer_kick(sp_iomanager_t *io, int worker);
-
 struct sp_iomanager {
     sp_scheduler_t s; /* first: an IOManager is a scheduler */
     iom_worker_t **w; /* nw slots: the base workers, then the extras */
     int nw;
 };
 
+/* The IOManager's parts that the files below it (io_event.c, io_watch.c,
+ * timer.c) and the layers above use are reached here, inline, so that
+ * iomanager.c (the loop, the workers' life) calls them and none calls it
+ * back. */
+
+/* The scheduler idle step of every IOManager (iomanager.c): how one is
+ * told from a plain scheduler. */
+void sp__iom_idle(sp_scheduler_t *s, int worker);
+
 /* s as an IOManager, or NULL if it is a plain scheduler. */
-sp_iomanager_t *sp__iom_of(sp_scheduler_t *s);
+static inline sp_iomanager_t *sp__iom_of(sp_scheduler_t *s)
+{
+    return s && s->ops.idle == sp__iom_idle ? (sp_iomanager_t *)s : NULL;
+}
+
+/* The timer heap of worker slot `worker` (base or extra), or NULL past the
+ * slots. */
+static inline sp__timer_heap_t *sp__iom_timer_heap(sp_iomanager_t *io, int worker)
+{
+    return worker >= 0 && worker < io->nw ? &io->w[worker]->timers : NULL;
+}
+
+/* Wake `worker` from its poll: a byte down its pipe, with a raw syscall
+ * (no trip through the hooks). */
+static inline void sp__iom_tickle(sp_iomanager_t *io, int worker)
+{
+    char c = 1;
+    long r = syscall(SYS_write, io->w[worker]->pipe_wr, &c, 1);
+    (void)r; /* a full pipe already guarantees a wake-up */
+}
+
+/* Wake `worker` if it sleeps, after something was left for it (an inbox
+ * entry, an earlier timer): a busy worker looks at its inbox and timers
+ * before it next blocks, so only a sleeping one needs the pipe. */
+static inline void sp__iom_kick(sp_iomanager_t *io, int worker)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&io->s.workers[worker].idle))
+        sp__iom_tickle(io, worker);
+}
 /* sp_io_wait() with fd's context already looked up (NULL: -EBADF), for
  * the framework's own hot paths; -EPERM outside an IOManager fiber. event
  * is SP_IO_READ or SP_IO_WRITE, exactly one (callers check). */
@@ -80,8 +113,6 @@ int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
  * one batch (last in, first out would serve a connection alternately first
  * and last and double the tail latency). */
 void sp__io_run_due(sp_iomanager_t *io, int worker);
-/* Wake `worker` if it sleeps, after something was left for it. */
-void sp__iom_kick(sp_iomanager_t *io, int worker);
 /* After stop: take every watch of io off its fd and free it. */
 void sp__io_forget_all(sp_iomanager_t *io);
 /* On the worker's thread: act on everything in its inbox. True if a close

@@ -32,7 +32,7 @@ int sp_timer_add(sp_iomanager_t *io, uint64_t delay_us, sp_timer_fn fn,
     if (rc < 0)
         return rc;
     if (first && !self)
-        sp__iom_timer_kick(io, worker);
+        sp__iom_kick(io, worker);
     return 0;
 }
 
@@ -66,7 +66,7 @@ static int retime(sp_iomanager_t *io, sp_timer_id_t id, bool set_period,
         return rc;
     sp__worker_t *self = sp__sched_self(sp_iomanager_scheduler(io));
     if (first && (!self || self->index != h->worker))
-        sp__iom_timer_kick(io, h->worker);
+        sp__iom_kick(io, h->worker);
     return 0;
 }
 
