@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "io_watch.h"
 
 /* How far below its waiter (in the wait's frame: sp__io_wait_fd for the
@@ -36,7 +37,7 @@ static int due_reserve(iom_worker_t *x)
 {
     if (x->waiting == x->capdue) {
         unsigned cap = x->capdue ? 2 * x->capdue : 64;
-        struct sp_fiber **grown = realloc(x->due, sizeof *grown * cap);
+        struct sp_fiber **grown = sp__realloc(x->due, sizeof *grown * cap);
         if (!grown)
             return -ENOMEM;
         x->due = grown;
@@ -367,20 +368,23 @@ int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
     sp__fd_ctx_t *ctx = sp__fd_ctx(fd);
     if (!io || !fn || !ctx || (event != SP_IO_READ && event != SP_IO_WRITE))
         return -EINVAL;
-    /* Allocated here, where failing is an answer, not in the loop. */
-    io_callback_t *call = malloc(sizeof *call);
+    /* Allocated here, where failing is an answer, not in the loop: the
+     * record, and a queue slot for the task that will run it (deliver). */
+    io_callback_t *call = sp__malloc(sizeof *call);
     if (!call)
         return -ENOMEM;
-    *call = (io_callback_t){fn, arg, 0};
     int rc = sp__sched_hold(&io->s);
     if (rc == 0) {
         sp__worker_t *self = sp__sched_self(&io->s);
         int owner = self ? self->index
                          : (int)(atomic_fetch_add(&io->s.rr, 1) %
                                  (unsigned)io->s.nworkers);
+        *call = (io_callback_t){fn, arg, 0, owner};
         uint32_t seq;
-        rc = arm(io, owner, self != NULL, ctx, fd, event == SP_IO_WRITE, NULL,
-                 call, &seq);
+        rc = sp__sched_reserve(&io->s.workers[owner], false);
+        if (rc == 0 && (rc = arm(io, owner, self != NULL, ctx, fd,
+                                 event == SP_IO_WRITE, NULL, call, &seq)) < 0)
+            sp__sched_unreserve(&io->s.workers[owner], false);
         if (rc < 0)
             sp__sched_release(&io->s);
     }

@@ -50,12 +50,14 @@ static inline sp__fd_ctx_t *ctx_of(const sp__io_watch_t *w)
     return w->io.data;
 }
 
-/* A callback event, allocated when it is armed (sp_io_add), so that
- * delivering it needs no memory; the task that runs it frees it. */
+/* A callback event, allocated when it is armed (sp_io_add) with a queue
+ * slot reserved on worker `rsv` for its task, so that delivering it needs
+ * no memory; the task that runs it frees it. */
 typedef struct io_callback {
     sp_io_fn fn;
     void *arg;
     int result;
+    int rsv;
 } io_callback_t;
 
 /* What was taken off a watch, to deliver once the lock is released. */
@@ -104,12 +106,16 @@ static inline void deliver(const taken_t *t)
         return;
     }
     if (t->drop) {
+        sp__sched_unreserve(&t->io->s.workers[t->call->rsv], false);
         free(t->call);
     } else {
         t->call->result = t->result;
-        /* Holding the event's reference, the scheduler cannot stop. */
-        if (sp_schedule(&t->io->s, sp__io_run_callback, t->call, SP_ANY_WORKER) != 0)
-            abort(); /* out of memory for the task */
+        /* Holding the event's reference, the scheduler cannot stop, and the
+         * task's slot was reserved when the event was armed. */
+        if (sp__sched_submit_reserved(&t->io->s, t->call->rsv,
+                                      sp__io_run_callback, t->call,
+                                      SP_ANY_WORKER) != 0)
+            abort(); /* cannot fail, see above */
     }
     sp__sched_release(&t->io->s); /* the callback event's hold */
 }

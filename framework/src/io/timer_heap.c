@@ -5,6 +5,12 @@
  *
  * Every armed timer holds its scheduler alive (sp__sched_hold), which is
  * what makes IOManager stop() wait for live timers.
+ *
+ * Memory: a one-shot timer whose callback runs as a task gets, when it is
+ * added, a slot in its worker's bound queue (sp__sched_reserve) and, if
+ * conditional, the record of its call; expiry then needs no memory. A
+ * recurring timer's period that finds no memory for its task is skipped
+ * (the next one tries again).
  */
 #include "timer_internal.h"
 
@@ -14,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "sched/scheduler_internal.h"
 #include "spindle/timer.h"
@@ -30,11 +37,14 @@ struct sp_token {
     _Atomic bool alive;
 };
 
+struct cond_call;
+
 struct sp__timer_slot {
     uint64_t deadline, start, period, seq; /* ns, monotonic */
     sp_timer_fn fn;
     void *arg;
     sp_token_t *alive;
+    struct cond_call *call; /* one-shot conditional: made when added */
     uint32_t gen;
     uint32_t heap_pos; /* NO_SLOT when not in the heap (free) */
     uint32_t next_free;
@@ -165,11 +175,11 @@ static int slot_alloc(sp__timer_heap_t *h, uint32_t *out)
         uint32_t cap = h->cap ? h->cap * 2 : 256;
         if (cap > (1u << ID_SLOT_BITS))
             return -ENOMEM;
-        sp__timer_slot_t *s = realloc(h->slots, cap * sizeof *s);
+        sp__timer_slot_t *s = sp__realloc(h->slots, cap * sizeof *s);
         if (!s)
             return -ENOMEM;
         h->slots = s;
-        uint32_t *hp = realloc(h->heap, cap * sizeof *hp);
+        uint32_t *hp = sp__realloc(h->heap, cap * sizeof *hp);
         if (!hp)
             return -ENOMEM;
         h->heap = hp;
@@ -225,8 +235,10 @@ int sp__timer_heap_init(sp__timer_heap_t *h, struct sp_scheduler *s, int worker)
 
 void sp__timer_heap_fini(sp__timer_heap_t *h)
 {
-    for (uint32_t i = 0; i < h->nheap; i++)
+    for (uint32_t i = 0; i < h->nheap; i++) {
         token_unref(h->slots[h->heap[i]].alive);
+        free(h->slots[h->heap[i]].call);
+    }
     free(h->slots);
     free(h->heap);
     pthread_mutex_destroy(&h->lock);
@@ -252,7 +264,9 @@ typedef struct due {
     sp_timer_fn fn;
     void *arg;
     sp_token_t *alive; /* a reference, for conditional timers */
+    struct cond_call *call;
     bool inline_cb;
+    bool reserved; /* one-shot task: its queue slot is reserved */
     bool release; /* a one-shot timer: drop its scheduler hold */
 } due_t;
 
@@ -281,21 +295,45 @@ static void dispatch(sp__timer_heap_t *h, due_t *d)
 {
     if (d->inline_cb) {
         d->fn(d->arg);
-    } else if (!d->alive) {
-        if (sp_schedule(h->sched, d->fn, d->arg, h->worker) != 0)
-            abort(); /* we hold the scheduler: it cannot be stopped */
-    } else {
-        cond_call_t *c = malloc(sizeof *c);
-        if (!c)
-            abort();
-        *c = (cond_call_t){d->fn, d->arg, d->alive};
-        d->alive = NULL; /* the task owns the reference now */
-        if (sp_schedule(h->sched, run_conditional, c, h->worker) != 0)
-            abort();
+        goto done;
     }
+    sp_timer_fn fn = d->fn;
+    void *arg = d->arg;
+    cond_call_t *c = d->call;
+    if (d->alive) {
+        if (!c && !(c = sp__malloc(sizeof *c)))
+            goto done; /* recurring: this period is skipped */
+        *c = (cond_call_t){d->fn, d->arg, d->alive};
+        fn = run_conditional;
+        arg = c;
+    }
+    /* We hold the scheduler: it cannot be stopped. */
+    int rc = d->reserved
+                 ? sp__sched_submit_reserved(h->sched, h->worker, fn, arg,
+                                             h->worker)
+                 : sp_schedule(h->sched, fn, arg, h->worker);
+    if (rc == 0)
+        d->alive = NULL; /* the task owns the reference now */
+    else if (c)
+        free(c); /* recurring: this period is skipped */
+done:
     token_unref(d->alive);
     if (d->release)
         sp__sched_release(h->sched);
+}
+
+/* Whether the slot's timer holds a queue slot for its task. */
+static bool holds_slot(const sp__timer_slot_t *s)
+{
+    return !s->recurring && !s->inline_cb;
+}
+
+/* A one-shot timer's reservations, given back unused. */
+static void unreserve(sp__timer_heap_t *h, bool reserved, cond_call_t *c)
+{
+    if (reserved)
+        sp__sched_unreserve(&h->sched->workers[h->worker], true);
+    free(c);
 }
 
 void sp__timer_heap_expire(sp__timer_heap_t *h)
@@ -316,6 +354,8 @@ void sp__timer_heap_expire(sp__timer_heap_t *h)
             d->fn = s->fn;
             d->arg = s->arg;
             d->inline_cb = s->inline_cb;
+            d->reserved = holds_slot(s);
+            d->call = s->call;
             d->alive = s->alive;
             d->release = !s->recurring;
             if (s->recurring && token_alive(s->alive)) {
@@ -342,6 +382,7 @@ void sp__timer_heap_expire(sp__timer_heap_t *h)
             if (due[i].fn) {
                 dispatch(h, &due[i]);
             } else {
+                unreserve(h, due[i].reserved, due[i].call);
                 token_unref(due[i].alive);
                 sp__sched_release(h->sched);
             }
@@ -353,7 +394,8 @@ void sp__timer_heap_expire(sp__timer_heap_t *h)
 
 static int add_locked(sp__timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
                       void *arg, bool recurring, bool inline_cb,
-                      sp_token_t *alive, sp_timer_id_t *id, bool *first)
+                      sp_token_t *alive, cond_call_t *call, sp_timer_id_t *id,
+                      bool *first)
 {
     uint32_t slot;
     int rc = slot_alloc(h, &slot);
@@ -367,6 +409,7 @@ static int add_locked(sp__timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
     s->fn = fn;
     s->arg = arg;
     s->alive = alive;
+    s->call = call;
     token_ref(alive);
     s->recurring = recurring;
     s->inline_cb = inline_cb;
@@ -387,7 +430,7 @@ int sp__timer_add_inline(sp__timer_heap_t *h, uint64_t delay_ns,
         return rc;
     bool first;
     pthread_mutex_lock(&h->lock);
-    rc = add_locked(h, delay_ns, fn, arg, false, true, NULL, id, &first);
+    rc = add_locked(h, delay_ns, fn, arg, false, true, NULL, NULL, id, &first);
     pthread_mutex_unlock(&h->lock);
     if (rc < 0)
         sp__sched_release(h->sched);
@@ -401,9 +444,24 @@ int sp__timer_heap_add(sp__timer_heap_t *h, uint64_t delay_ns, sp_timer_fn fn,
     int rc = sp__sched_hold(h->sched);
     if (rc < 0)
         return rc;
-    pthread_mutex_lock(&h->lock);
-    rc = add_locked(h, delay_ns, fn, arg, recurring, false, alive, id, first);
-    pthread_mutex_unlock(&h->lock);
+    /* A one-shot timer's task: its queue slot and call record now, where
+     * -ENOMEM is an answer (see the top of this file). */
+    cond_call_t *call = NULL;
+    if (!recurring) {
+        rc = sp__sched_reserve(&h->sched->workers[h->worker], true);
+        if (rc == 0 && alive && !(call = sp__malloc(sizeof *call))) {
+            sp__sched_unreserve(&h->sched->workers[h->worker], true);
+            rc = -ENOMEM;
+        }
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&h->lock);
+        rc = add_locked(h, delay_ns, fn, arg, recurring, false, alive, call,
+                        id, first);
+        pthread_mutex_unlock(&h->lock);
+        if (rc < 0)
+            unreserve(h, !recurring, call);
+    }
     if (rc < 0)
         sp__sched_release(h->sched);
     return rc;
@@ -419,14 +477,20 @@ int sp__timer_heap_cancel(sp__timer_heap_t *h, sp_timer_id_t id)
     pthread_mutex_lock(&h->lock);
     uint32_t slot = find(h, id);
     sp_token_t *alive = NULL;
+    cond_call_t *call = NULL;
+    bool reserved = false;
     if (slot != NO_SLOT) {
-        alive = h->slots[slot].alive;
+        sp__timer_slot_t *s = &h->slots[slot];
+        alive = s->alive;
+        call = s->call;
+        reserved = holds_slot(s);
         heap_remove(h, slot);
         slot_free(h, slot);
     }
     pthread_mutex_unlock(&h->lock);
     if (slot == NO_SLOT)
         return -ENOENT;
+    unreserve(h, reserved, call);
     token_unref(alive);
     sp__sched_release(h->sched);
     return 0;

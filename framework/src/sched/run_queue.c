@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 enum { RQ_MIN_CAP = 64 };
 
 void sp__rq_init(sp__run_queue_t *q)
@@ -17,10 +19,12 @@ void sp__rq_fini(sp__run_queue_t *q)
     memset(q, 0, sizeof *q);
 }
 
-static int grow(sp__run_queue_t *q)
+static int grow(sp__run_queue_t *q, size_t need)
 {
     size_t cap = q->cap ? q->cap * 2 : RQ_MIN_CAP;
-    sp__task_t *buf = malloc(cap * sizeof *buf);
+    while (cap < need)
+        cap *= 2;
+    sp__task_t *buf = sp__malloc(cap * sizeof *buf);
     if (!buf)
         return -ENOMEM;
     for (size_t i = 0; i < q->count; i++)
@@ -35,13 +39,18 @@ static int grow(sp__run_queue_t *q)
 int sp__rq_push(sp__run_queue_t *q, const sp__task_t *t)
 {
     if (q->count == q->cap) {
-        int rc = grow(q);
+        int rc = grow(q, q->count + 1);
         if (rc < 0)
             return rc;
     }
     q->buf[(q->head + q->count) & (q->cap - 1)] = *t;
     q->count++;
     return 0;
+}
+
+int sp__rq_grow(sp__run_queue_t *q, size_t n)
+{
+    return grow(q, n);
 }
 
 bool sp__rq_pop(sp__run_queue_t *q, sp__task_t *out)

@@ -28,6 +28,12 @@ void sp__rq_init(sp__run_queue_t *q);
 void sp__rq_fini(sp__run_queue_t *q);
 /* 0 or -ENOMEM. */
 int sp__rq_push(sp__run_queue_t *q, const sp__task_t *t);
+/* Room for n tasks in all: 0 or -ENOMEM. */
+int sp__rq_grow(sp__run_queue_t *q, size_t n);
+static inline int sp__rq_room(sp__run_queue_t *q, size_t n)
+{
+    return n <= q->cap ? 0 : sp__rq_grow(q, n);
+}
 bool sp__rq_pop(sp__run_queue_t *q, sp__task_t *out);
 /* Oldest task without removing it, or NULL. */
 const sp__task_t *sp__rq_peek(const sp__run_queue_t *q);

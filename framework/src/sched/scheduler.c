@@ -334,9 +334,40 @@ int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
     if (rc < 0)
         return rc;
     sp__task_t t = {.fn = fn, .arg = arg};
-    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0);
+    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0, false);
     if (rc < 0)
         sp__sched_release(s);
+    return rc;
+}
+
+/* Under the lock, so that with the queue's tasks the promised slots never
+ * outnumber its room: a reserved push then finds a free slot. */
+int sp__sched_reserve(sp__worker_t *w, bool bound)
+{
+    sp__run_queue_t *q = bound ? &w->bound : &w->shared;
+    pthread_mutex_lock(&w->lock);
+    int rc = sp__rq_room(q, q->count + 1 +
+        atomic_load_explicit(&w->rsv[bound], memory_order_relaxed));
+    if (rc == 0)
+        atomic_fetch_add_explicit(&w->rsv[bound], 1, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+int sp__sched_submit_reserved(sp_scheduler_t *s, int rw, sp_fiber_fn fn,
+                              void *arg, int worker)
+{
+    bool bound = worker >= 0;
+    int rc = sp__sched_hold(s);
+    if (rc == 0) {
+        sp__task_t t = {.fn = fn, .arg = arg};
+        rc = sp__sched_enqueue(s, pick_target(s, worker), &t, bound, false);
+        if (rc == -ENOMEM)
+            rc = sp__sched_enqueue(s, rw, &t, bound, true);
+        if (rc < 0)
+            sp__sched_release(s);
+    }
+    sp__sched_unreserve(&s->workers[rw], bound);
     return rc;
 }
 
@@ -356,7 +387,7 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
     f->last_worker = -1;
     atomic_store(&f->park, SP_PARK_RUNNING);
     sp__task_t t = {.fiber = f};
-    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0);
+    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0, false);
     if (rc < 0)
         sp__sched_release(s);
     return rc;

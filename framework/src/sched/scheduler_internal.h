@@ -42,6 +42,9 @@ typedef struct sp__sched_ops {
 /* A busy worker ticks after at least this many tasks, and never before it
  * has run as many tasks as were queued at its last tick. */
 enum { SP_TICK_TASKS = 64 };
+/* Tasks a worker takes from others at once (steal.c), and how many it may
+ * hold back when memory runs out: two takes' worth (worker.c, next_task). */
+enum { SP_STEAL_MAX = 32, SP_HELD_MAX = 2 * SP_STEAL_MAX };
 
 typedef struct sp__worker {
     _Alignas(64) pthread_mutex_t lock; /* guards the shared and bound queues */
@@ -52,6 +55,9 @@ typedef struct sp__worker {
      * mutex, a yield), in the same order as the locked queues. */
     sp__run_queue_t local;
     _Atomic size_t n_shared, n_bound; /* lock-free peeks for idle checks */
+    /* Slots of [0] shared and [1] bound promised to pushes that must not
+     * fail (sp__sched_reserve): a push without one keeps them free. */
+    _Atomic size_t rsv[2];
     _Atomic int idle;                  /* 1 while in (or entering) idle */
     /* Base idle: a binary semaphore. */
     pthread_mutex_t sleep_lock;
@@ -62,6 +68,10 @@ typedef struct sp__worker {
     pthread_t thread;
     struct sp_fiber *loop_fiber; /* use_caller worker: runs the loop */
     struct sp_fiber *spare[64];  /* finished function-task fibers */
+    /* Owner only: tasks this worker took but could not queue or start for
+     * lack of memory; run again once its queues are empty (next_task). */
+    sp__task_t held[SP_HELD_MAX];
+    unsigned nheld;
     unsigned nspare;
     unsigned since_tick, tick_every; /* tasks run since / between ticks */
     /* Owner only: fibers woken on this worker's thread while it polls. */
@@ -145,11 +155,32 @@ static inline bool sp__sched_wake_claim(struct sp_fiber *f)
 }
 
 /* worker.c, for the other files of the scheduler (never per switch). */
-/* Queue `task` on worker `target` and wake someone for it; 0 or -ENOMEM. */
+/* Queue `task` on worker `target` and wake someone for it; 0 or -ENOMEM.
+ * `reserved`: the caller holds a reservation there (sp__sched_reserve). */
 int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
-                      bool bound);
+                      bool bound, bool reserved);
 /* Queue `task` on w without waking anyone; -EAGAIN if w has left. */
 int sp__sched_push(sp__worker_t *w, const sp__task_t *task, bool bound);
+/* Owner thread: keep `task` to run later (out of memory to queue or start
+ * it); room is always there (SP_HELD_MAX, see next_task). */
+void sp__sched_hold_back(sp__worker_t *w, const sp__task_t *task);
+
+/* Reservations (scheduler.c): promise one slot in w's shared (bound false) or
+ * bound queue, so that a later push there cannot fail for memory; 0 or
+ * -ENOMEM. Any thread. A started fiber holds one in its home worker's bound
+ * queue while it lives (its wake-ups' requeue); an armed timer or callback
+ * event holds one for the task that will run its callback. */
+int sp__sched_reserve(sp__worker_t *w, bool bound);
+static inline void sp__sched_unreserve(sp__worker_t *w, bool bound)
+{
+    atomic_fetch_sub_explicit(&w->rsv[bound], 1, memory_order_relaxed);
+}
+/* Schedule fn(arg) as sp_schedule(s, fn, arg, worker) does, or when
+ * memory is out in the slot reserved on worker `rw` (in the queue that
+ * `worker` picks: bound if >= 0); uses up the reservation. Cannot fail
+ * while the caller keeps s from stopping (holds it). */
+int sp__sched_submit_reserved(sp_scheduler_t *s, int rw, sp_fiber_fn fn,
+                              void *arg, int worker);
 /* Queue woken fiber f on its worker (see requeue). */
 void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f);
 /* A worker's thread (pthread_create), and worker 0's loop under

@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-enum { STEAL_MAX = 32 };
+enum { STEAL_MAX = SP_STEAL_MAX };
 
 /* Take up to half of v's shared queue (what a steal takes). */
 static size_t take_half(sp__worker_t *v, sp__task_t *got)
@@ -84,10 +84,10 @@ static bool take_from_others(sp__worker_t *w, sp__task_t *out,
             continue;
         atomic_fetch_add_explicit(&w->steals, n, memory_order_relaxed);
         *out = got[0];
-        for (size_t i = 1; i < n; i++) {
-            if (sp__sched_push(w, &got[i], got[i].bound) != 0) /* ENOMEM: no way out */
-                abort();
-        }
+        /* Out of memory to queue one: the worker holds it (next_task). */
+        for (size_t i = 1; i < n; i++)
+            if (sp__sched_push(w, &got[i], got[i].bound) != 0)
+                sp__sched_hold_back(w, &got[i]);
         return true;
     }
     return false;

@@ -89,7 +89,10 @@ static uint64_t next_seq(sp__worker_t *w)
     return v;
 }
 
-static int push(sp__worker_t *w, const sp__task_t *task, bool bound)
+/* A push that holds a reservation (`reserved`) takes its promised slot; any
+ * other keeps every promised slot free, growing the queue if need be. */
+static int push(sp__worker_t *w, const sp__task_t *task, bool bound,
+                bool reserved)
 {
     sp__task_t t = *task;
     pthread_mutex_lock(&w->lock);
@@ -100,7 +103,10 @@ static int push(sp__worker_t *w, const sp__task_t *task, bool bound)
     t.seq = next_seq(w);
     t.bound = bound;
     sp__run_queue_t *q = bound ? &w->bound : &w->shared;
-    int rc = sp__rq_push(q, &t);
+    int rc = reserved ? 0 : sp__rq_room(q, q->count + 1 +
+        atomic_load_explicit(&w->rsv[bound], memory_order_relaxed));
+    if (rc == 0)
+        rc = sp__rq_push(q, &t);
     if (rc == 0)
         atomic_store_explicit(bound ? &w->n_bound : &w->n_shared, q->count,
                               memory_order_relaxed);
@@ -109,11 +115,12 @@ static int push(sp__worker_t *w, const sp__task_t *task, bool bound)
 }
 
 static int enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
-                   bool bound)
+                   bool bound, bool reserved)
 {
-    int rc = push(&s->workers[target], task, bound);
+    int rc = push(&s->workers[target], task, bound, reserved);
     if (rc == -EAGAIN) /* only SP_ANY_WORKER work is placed on extras */
-        rc = push(&s->workers[target = target % s->nworkers], task, bound);
+        rc = push(&s->workers[target = target % s->nworkers], task, bound,
+                  false);
     if (rc == 0)
         notify(s, target, bound);
     return rc;
@@ -148,13 +155,18 @@ static bool take_local(sp__worker_t *w, sp__task_t *out)
 /* For steal.c and scheduler.c; the static versions stay inlinable here. */
 int sp__sched_push(sp__worker_t *w, const sp__task_t *task, bool bound)
 {
-    return push(w, task, bound);
+    return push(w, task, bound, false);
 }
 
 int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
-                      bool bound)
+                      bool bound, bool reserved)
 {
-    return enqueue(s, target, task, bound);
+    return enqueue(s, target, task, bound, reserved);
+}
+
+void sp__sched_hold_back(sp__worker_t *w, const sp__task_t *task)
+{
+    w->held[w->nheld++] = *task;
 }
 
 static bool work_visible(const sp_scheduler_t *s, const sp__worker_t *w)
@@ -249,6 +261,7 @@ static void retire(sp__worker_t *w, struct sp_fiber *f)
         sched_yield();
     bump(&w->tasks_run);
     w->owned--;
+    sp__sched_unreserve(w, true); /* its requeue slot (run_task) */
     if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
         w->spare[w->nspare++] = f;
     else
@@ -301,8 +314,8 @@ static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
             return;
     }
     sp__task_t t = {.fiber = f};
-    if (enqueue(s, target, &t, true) != 0)
-        abort(); /* out of memory while holding a live fiber */
+    if (enqueue(s, target, &t, true, true) != 0)
+        abort(); /* cannot fail: f reserved its slot when homed (run_task) */
 }
 
 /* Runs after f switched back to the worker: f's context is fully saved, so
@@ -330,25 +343,39 @@ void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f)
 
 static void publish_start(sp__worker_t *w, const struct sp_fiber *f);
 
+/* Out of memory to start a task: keep it and retry after a pause instead
+ * of dropping it or spinning. */
+static void retry_later(sp__worker_t *w, const sp__task_t *task)
+{
+    sp__sched_hold_back(w, task);
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+}
+
 static void run_task(sp__worker_t *w, const sp__task_t *task)
 {
     struct sp_fiber *f = task->fiber;
+    /* A fiber about to live here reserves the slot its wake-ups will take
+     * in this worker's bound queue (requeue), so that a wake never fails. */
+    if (!(f && f->last_worker == w->index) && sp__sched_reserve(w, true)) {
+        retry_later(w, task);
+        return;
+    }
     if (!f) {
         f = task_fiber(w, task);
         if (!f) {
-            /* Out of memory for a stack: keep the task and retry after a
-             * pause instead of dropping it or spinning. */
-            if (push(w, task, task->bound) != 0)
-                abort();
-            struct timespec pause = {0, 1000000};
-            nanosleep(&pause, NULL);
+            sp__sched_unreserve(w, true);
+            retry_later(w, task);
             return;
         }
         f->bound = task->bound ? w->index : SP_ANY_WORKER;
     }
     if (f->last_worker != w->index) { /* first run here: it lives here now */
-        if (f->last_worker >= 0) /* moved from a stuck worker */
-            atomic_fetch_add(&w->s->workers[f->last_worker].migrated_out, 1);
+        if (f->last_worker >= 0) { /* moved from a stuck worker */
+            sp__worker_t *from = &w->s->workers[f->last_worker];
+            atomic_fetch_add(&from->migrated_out, 1);
+            sp__sched_unreserve(from, true);
+        }
         w->owned++;
         f->last_worker = w->index;
     }
@@ -412,11 +439,20 @@ static bool next_task(sp__worker_t *w, sp__task_t *task)
 {
     sp_scheduler_t *s = w->s;
     bool leaving = atomic_load_explicit(&w->retiring, memory_order_relaxed);
-    if (s->monitored && !leaving &&
+    /* Tasks held back for lack of memory wait behind the queues; a take
+     * from others may hold back up to SP_STEAL_MAX - 1 more, and the task
+     * then run one: hence SP_HELD_MAX. */
+    if (s->monitored && !leaving && w->nheld < SP_STEAL_MAX &&
         atomic_load_explicit(&s->nstuck, memory_order_relaxed) &&
         sp__sched_rescue(w, task))
         return true;
-    return take_local(w, task) || (!leaving && sp__sched_steal(w, task));
+    if (take_local(w, task))
+        return true;
+    if (w->nheld) {
+        *task = w->held[--w->nheld];
+        return true;
+    }
+    return !leaving && sp__sched_steal(w, task);
 }
 
 static void worker_loop(sp__worker_t *w)
