@@ -45,7 +45,10 @@ typedef enum sp_timer_flag { SP_TIMER_RECURRING = 1 } sp_timer_flag_t;
 /* Add a timer firing fn(arg) after delay_us microseconds (then every
  * delay_us with SP_TIMER_RECURRING). With a non-NULL `alive`, fire only
  * while that token is alive. On success stores the id in *id and returns 0;
- * -EINVAL, -ENOMEM, -ESHUTDOWN. io may be NULL inside an IOManager worker. */
+ * -EINVAL, -ENOMEM, -ESHUTDOWN. io may be NULL inside an IOManager worker.
+ * What a one-shot timer needs to fire is reserved here (-ENOMEM now, never
+ * a lost callback later); a recurring timer whose period finds no memory
+ * for its task skips that period and tries again at the next. */
 int sp_timer_add(sp_iomanager_t *io, uint64_t delay_us, sp_timer_fn fn,
                  void *arg, unsigned flags, sp_token_t *alive,
                  sp_timer_id_t *id);
