@@ -23,8 +23,16 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static sp_logger_t root_logger = {.name = "root"};
 static sp_logger_t *tail = &root_logger;
 
+static void hold_loggers(bool hold);
+static void exec_message(sp__log_record_t *r);
+static sp__log_record_t *notice(const char *file, int line, const char *fmt, ...);
+/* What the writer and the appenders below need of the loggers. */
+static const sp__log_writer_ops_t writer_ops = {exec_message, hold_loggers};
+
 static void init_root(void)
 {
+    sp__log_writer_set_ops(&writer_ops);
+    sp__appenders_set_notice(notice);
     atomic_init(&root_logger.level, SP_LEVEL_INFO);
     atomic_init(&root_logger.effective, SP_LEVEL_INFO);
     /* The root writes to stderr until configured otherwise. */
@@ -35,7 +43,7 @@ static void init_root(void)
     }
 }
 
-void sp__loggers_hold(bool hold)
+static void hold_loggers(bool hold)
 {
     if (hold)
         pthread_mutex_lock(&lock);
@@ -285,7 +293,7 @@ void sp_log_write(sp_logger_t *lg, sp_log_level_t level, const char *file, int l
 
 /* ---- executing a record (writer state) ------------------------------------- */
 
-sp__log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
+static sp__log_record_t *notice(const char *file, int line, const char *fmt, ...)
 {
     static sp_logger_t *self;
     if (!self)
@@ -299,32 +307,36 @@ sp__log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ..
     return r;
 }
 
+/* Write a message record to its logger's appenders. */
+static void emit(const sp__log_record_t *r)
+{
+    const sp_logger_t *l = r->logger;
+    while (!l->apps && l->parent)
+        l = l->parent;
+    for (size_t i = 0; l->apps && i < l->apps->n; i++)
+        sp__appender_emit(l->apps->a[i], r);
+}
+
 /* Tell the log itself about messages the queue dropped. */
 static void report_drops(void)
 {
     uint64_t n = sp__log_take_unreported();
     if (!n || !sp_log_enabled(sp_logger("spindle.log"), SP_LEVEL_WARN))
         return;
-    sp__log_record_t *r = sp__log_notice(__FILE__, __LINE__,
-                                        "%llu messages dropped (log queue full)",
-                                        (unsigned long long)n);
+    sp__log_record_t *r = notice(__FILE__, __LINE__,
+                                 "%llu messages dropped (log queue full)",
+                                 (unsigned long long)n);
     if (r) {
-        sp__log_exec(r);
+        emit(r);
         free(r);
     }
 }
 
-void sp__log_exec(sp__log_record_t *r)
+/* Write a message record to its logger's appenders. */
+
+/* The writer's part for a message record (sp__log_writer_ops_t). */
+static void exec_message(sp__log_record_t *r)
 {
-    if (r->ctl) {
-        sp__appenders_flush(); /* earlier lines first; see appender release */
-        r->ctl(r->ctl_arg);
-        return;
-    }
     report_drops();
-    const sp_logger_t *l = r->logger;
-    while (!l->apps && l->parent)
-        l = l->parent;
-    for (size_t i = 0; l->apps && i < l->apps->n; i++)
-        sp__appender_emit(l->apps->a[i], r);
+    emit(r);
 }

@@ -246,12 +246,22 @@ static void put_lines(sp_log_appender_t *a, const char *p, size_t n, size_t note
     sp__log_write_failed(lines, err);
 }
 
+/* How the loggers above make the log's own WARN record (log.c). */
+static _Atomic(sp__log_notice_fn) notice;
+
+void sp__appenders_set_notice(sp__log_notice_fn fn)
+{
+    atomic_store(&notice, fn);
+}
+
 /* Lay out "N log lines lost (reason)" at the end of `out`; false when it
- * cannot (out of memory). */
+ * cannot (out of memory, or no loggers yet). */
 static bool lost_note(const sp_log_appender_t *a, sp__lbuf_t *out)
 {
-    sp__log_record_t *r = sp__log_notice(__FILE__, __LINE__, "%llu log lines lost (%s)",
-                                        (unsigned long long)a->lost, strerror(a->err));
+    sp__log_notice_fn make = atomic_load(&notice);
+    sp__log_record_t *r = make ? make(__FILE__, __LINE__, "%llu log lines lost (%s)",
+                                      (unsigned long long)a->lost, strerror(a->err))
+                               : NULL;
     sp__log_pattern_t *p = pattern_of(a);
     bool ok = r && p && sp__pattern_format(p, r, out);
     free(r);

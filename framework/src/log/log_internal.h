@@ -80,6 +80,11 @@ void sp__appenders_set_default(sp__log_pattern_t *p);
 
 /* Take (true) or release the appender list's lock, around fork(). */
 void sp__appenders_hold(bool hold);
+/* Makes a WARN record of the log about itself, on "spindle.log" (log.c
+ * hands it down); NULL when out of memory. Writer state. */
+typedef sp__log_record_t *(*sp__log_notice_fn)(const char *file, int line, const char *fmt,
+                                              ...);
+void sp__appenders_set_notice(sp__log_notice_fn fn);
 
 /* An immutable set of appenders, holding a reference on each. */
 typedef struct sp__log_appset {
@@ -101,23 +106,21 @@ struct sp_logger {
     sp__log_appset_t *apps; /* writer state; NULL = inherit */
 };
 
-/* Take (true) or release the logger list's lock, around fork(). */
-void sp__loggers_hold(bool hold);
-/* Execute one record: write a message to its logger's appenders, or run a
- * control function. Writer state. */
-void sp__log_exec(sp__log_record_t *r);
 /* Make a record of a message; NULL when out of memory. */
 sp__log_record_t *sp__log_record(sp_logger_t *lg, int level, const char *file,
                                 int line, const char *fmt, va_list ap);
-/* A WARN record of the log about itself, on "spindle.log"; NULL when out
- * of memory. Writer state. */
-sp__log_record_t *sp__log_notice(const char *file, int line, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* ---- the writer (log_writer.c) ------------------------------------------ */
+
+/* What the writer needs of the loggers above it, handed over by log.c
+ * before its first message: write a message record to its logger's
+ * appenders, and take (true) or release the logger list's lock around
+ * fork(). Control records the writer runs itself. */
+typedef struct sp__log_writer_ops {
+    void (*exec)(sp__log_record_t *r);
+    void (*hold_loggers)(bool hold);
+} sp__log_writer_ops_t;
+void sp__log_writer_set_ops(const sp__log_writer_ops_t *ops);
 
 /* Queue a message record (ownership passes). From a fiber it is dropped
  * when the queue is full; a plain thread waits for room. */
@@ -125,10 +128,13 @@ void sp__log_enqueue(sp__log_record_t *r);
 /* Run fn(arg) as writer state, in order with queued messages, and wait for
  * it. 0 or -ENOMEM / -EDEADLK. */
 int sp__log_control(sp_log_ctl_fn fn, void *arg);
-/* Count a message that was lost. */
-void sp__log_drop(void);
 /* True on the writer thread. */
 bool sp__log_is_writer(void);
+
+/* ---- what logging lost (log_stats.c) ------------------------------------ */
+
+/* Count a message that was lost. */
+void sp__log_drop(void);
 /* Take and return the drop count not yet reported. */
 uint64_t sp__log_take_unreported(void);
 /* Count a failed write(2) (errno err) that lost `lines` lines. */

@@ -35,48 +35,8 @@ static uint64_t enq_seq, done_seq;
 static wstate_t state;
 static bool stopping, writer_waiting, busy;
 static pthread_t writer;
-static _Atomic uint64_t dropped;
-static _Atomic uint64_t lost, write_errors; /* failed writes and their lines */
-static _Atomic int last_error;
-static uint64_t reported; /* writer state */
 static _Thread_local bool on_writer;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-/* ---- drops and failed writes ------------------------------------------- */
-
-void sp__log_drop(void)
-{
-    atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-}
-
-uint64_t sp_log_dropped(void)
-{
-    return atomic_load_explicit(&dropped, memory_order_relaxed);
-}
-
-void sp__log_write_failed(uint64_t lines, int err)
-{
-    atomic_fetch_add_explicit(&lost, lines, memory_order_relaxed);
-    atomic_fetch_add_explicit(&write_errors, 1, memory_order_relaxed);
-    atomic_store_explicit(&last_error, err, memory_order_relaxed);
-}
-
-int sp_log_stats(sp_log_stats_t *out)
-{
-    out->dropped = atomic_load_explicit(&dropped, memory_order_relaxed);
-    out->lost = atomic_load_explicit(&lost, memory_order_relaxed);
-    out->write_errors = atomic_load_explicit(&write_errors, memory_order_relaxed);
-    out->last_error = atomic_load_explicit(&last_error, memory_order_relaxed);
-    return 0;
-}
-
-uint64_t sp__log_take_unreported(void)
-{
-    uint64_t d = atomic_load_explicit(&dropped, memory_order_relaxed);
-    uint64_t n = d - reported;
-    reported = d;
-    return n;
-}
 
 bool sp__log_is_writer(void)
 {
@@ -85,13 +45,42 @@ bool sp__log_is_writer(void)
 
 /* ---- executing ------------------------------------------------------------ */
 
+/* What the loggers above hand over (log.c, before their first record). */
+static _Atomic(const sp__log_writer_ops_t *) ops;
+
+void sp__log_writer_set_ops(const sp__log_writer_ops_t *o)
+{
+    atomic_store(&ops, o);
+}
+
+/* Execute one record: run a control function, or write a message to its
+ * logger's appenders. */
+static void exec(sp__log_record_t *r)
+{
+    if (r->ctl) {
+        sp__appenders_flush(); /* earlier lines first; see appender release */
+        r->ctl(r->ctl_arg);
+        return;
+    }
+    const sp__log_writer_ops_t *o = atomic_load(&ops);
+    if (o)
+        o->exec(r);
+}
+
+static void hold_loggers(bool hold)
+{
+    const sp__log_writer_ops_t *o = atomic_load(&ops);
+    if (o)
+        o->hold_loggers(hold);
+}
+
 /* Execute and free a chain of records, then write the buffers out. */
 static uint64_t run(sp__log_record_t *r)
 {
     uint64_t n = 0;
     while (r) {
         sp__log_record_t *next = r->next;
-        sp__log_exec(r);
+        exec(r);
         free(r);
         r = next;
         n++;
@@ -140,14 +129,14 @@ static void before_fork(void)
     pthread_mutex_lock(&qlock);
     while (state == W_RUNNING && (head || busy))
         pthread_cond_wait(&done, &qlock);
-    sp__loggers_hold(true);
+    hold_loggers(true);
     sp__appenders_hold(true);
 }
 
 static void after_fork_parent(void)
 {
     sp__appenders_hold(false);
-    sp__loggers_hold(false);
+    hold_loggers(false);
     pthread_mutex_unlock(&qlock);
 }
 
