@@ -29,7 +29,7 @@ const sp__hook_bridge_t *sp__hook_active(void)
  * blocking. */
 bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd)
 {
-    return sp__bridge()->fd_make_nonblocking(c, fd, sp__real()->fcntl);
+    return sp__bridge()->fd_make_nonblocking(c, fd);
 }
 
 void sp__hook_adopt(const sp__hook_bridge_t *b, int fd, bool stream, bool user_nb)

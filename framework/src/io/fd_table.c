@@ -136,14 +136,14 @@ void sp__fd_copy(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags)
     sp__spin_unlock(&to->lock);
 }
 
-bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd, int (*real_fcntl)(int, int, ...))
+bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd)
 {
     bool ok = true;
     sp__spin_lock(&c->lock);
     unsigned fl = atomic_load(&c->flags);
     if (!(fl & SP_FD_SYS_NB)) {
-        int kfl = real_fcntl(fd, F_GETFL);
-        ok = kfl >= 0 && real_fcntl(fd, F_SETFL, kfl | O_NONBLOCK) == 0;
+        int kfl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+        ok = kfl >= 0 && syscall(SYS_fcntl, fd, F_SETFL, kfl | O_NONBLOCK) == 0;
         if (ok)
             atomic_store(&c->flags, fl | SP_FD_SYS_NB);
     }

@@ -71,12 +71,13 @@ int sp__fd_adopt(int fd, unsigned flags);
  * user's O_NONBLOCK view (fcntl, ioctl FIONBIO); a hooked wait's timeout
  * (SO_RCVTIMEO/SO_SNDTIMEO; <= 0: none); what a dup'ed fd shares with its
  * original (its flags as given, and the timeouts); and a socket from
- * outside made non-blocking underneath with the real fcntl (false if
- * that failed). */
+ * outside made non-blocking underneath (false if fcntl failed). The
+ * framework reaches the kernel on fds the hooks must not see with raw
+ * syscall(2), as here. */
 void sp__fd_set_user_nb(sp__fd_ctx_t *c, bool on);
 void sp__fd_set_timeout(sp__fd_ctx_t *c, bool reading, int64_t us);
 void sp__fd_copy(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags);
-bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd, int (*real_fcntl)(int, int, ...));
+bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd);
 
 /* The entry for fd with its flags in *flags (read from the kernel on the
  * entry's first use), or NULL as for sp__fd_ctx(). */

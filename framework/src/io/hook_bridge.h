@@ -30,7 +30,7 @@ typedef struct sp__hook_bridge {
     void (*fd_set_user_nb)(sp__fd_ctx_t *c, bool on);
     void (*fd_set_timeout)(sp__fd_ctx_t *c, bool reading, int64_t us);
     void (*fd_copy)(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags);
-    bool (*fd_make_nonblocking)(sp__fd_ctx_t *c, int fd, int (*real_fcntl)(int, int, ...));
+    bool (*fd_make_nonblocking)(sp__fd_ctx_t *c, int fd);
     int (*run_blocking)(void (*fn)(void *), void *arg);
 } sp__hook_bridge_t;
 
