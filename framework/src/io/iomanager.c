@@ -265,7 +265,7 @@ void sp_iomanager_destroy(sp_iomanager_t *io)
     for (int i = 0; i < io->nw; i++)
         slot_free(io->w[i]);
     free(io->w);
-    sp__monitor_free(&io->s);
+    sp__sched_monitor_free(&io->s);
     sp__sched_fini(&io->s);
     free(io);
 }

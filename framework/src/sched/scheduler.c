@@ -299,7 +299,7 @@ void sp_scheduler_destroy(sp_scheduler_t *s)
 {
     if (!s)
         return;
-    sp__monitor_free(s);
+    sp__sched_monitor_free(s);
     sp__sched_fini(s);
     free(s);
 }

@@ -199,7 +199,7 @@ bool sp__sched_rescue(sp__worker_t *w, sp__task_t *out);
 int sp__sched_monitor_start(sp_scheduler_t *s);
 void sp__sched_monitor_stop(sp_scheduler_t *s);
 /* Stop and free s's monitor, if any. */
-void sp__monitor_free(sp_scheduler_t *s);
+void sp__sched_monitor_free(sp_scheduler_t *s);
 
 /* On w's thread: true while w polls for events outside any task, where an
  * event callback may claim the fiber it wakes and run it during the poll

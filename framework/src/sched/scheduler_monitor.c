@@ -24,7 +24,7 @@ int sp_scheduler_set_monitor(sp_scheduler_t *s, const sp_monitor_opts_t *o)
     if (s->started)
         return -EBUSY;
     if (!o) { /* off again */
-        sp__monitor_free(s);
+        sp__sched_monitor_free(s);
         s->monitored = false;
         s->migrate_stuck = false;
         return 0;
@@ -39,7 +39,7 @@ int sp_scheduler_set_monitor(sp_scheduler_t *s, const sp_monitor_opts_t *o)
     if (!s->mon && !(s->mon = sp__monitor_new()))
         return -ENOMEM;
     if (sp__monitor_configure(s->mon, o, max, s->cap) < 0) {
-        sp__monitor_free(s);
+        sp__sched_monitor_free(s);
         return -ENOMEM;
     }
     s->monitored = true;
@@ -62,7 +62,7 @@ int sp_scheduler_monitor_stats(const sp_scheduler_t *s,
     return 0;
 }
 
-void sp__monitor_free(sp_scheduler_t *s)
+void sp__sched_monitor_free(sp_scheduler_t *s)
 {
     sp__monitor_destroy(s->mon);
     s->mon = NULL;
