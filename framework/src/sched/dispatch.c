@@ -63,7 +63,7 @@ static int least_loaded(const sp__dispatcher_t *d)
     return best >= 0 ? best : (int)(c % (unsigned)*d->nbase);
 }
 
-int sp__dispatch_pick(const sp__dispatcher_t *d)
+int sp__dispatch_pick(const sp__dispatcher_t *d, int self)
 {
     switch (d->policy) {
     case SP_DISPATCH_ROUND_ROBIN:
@@ -73,7 +73,6 @@ int sp__dispatch_pick(const sp__dispatcher_t *d)
     default: {
         /* Local-first: the submitting worker's own queue keeps the task
          * cache-warm; idle workers steal what it cannot run soon. */
-        int self = d->self(d->ctx);
         return self >= 0 ? self : round_robin(d);
     }
     }

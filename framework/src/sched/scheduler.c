@@ -99,9 +99,10 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
 /* ---- public API --------------------------------------------------------- */
 
 /* Placement's view of the workers (dispatch.h). */
-static int dispatch_self(const void *ctx)
+/* The calling thread's worker, if new work may be placed on it; else -1. */
+static int dispatch_self(const sp_scheduler_t *s)
 {
-    sp__worker_t *w = sp__sched_self(ctx);
+    sp__worker_t *w = sp__sched_self(s);
     return w && sp__sched_usable(w) ? w->index : -1;
 }
 
@@ -168,7 +169,7 @@ int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
     s->disp = (sp__dispatcher_t){.policy = SP_DISPATCH_LOCAL_FIRST,
                                 .nbase = &s->nworkers, .nlive = &s->nlive,
                                 .rr = &s->rr, .watched = &s->monitored,
-                                .ctx = s, .self = dispatch_self,
+                                .ctx = s,
                                 .usable = dispatch_usable,
                                 .load = dispatch_load};
     return alloc_workers(s, threads);
@@ -323,7 +324,7 @@ static int check_worker(const sp_scheduler_t *s, int worker)
 
 static int pick_target(sp_scheduler_t *s, int worker)
 {
-    return worker >= 0 ? worker : sp__dispatch_pick(&s->disp);
+    return worker >= 0 ? worker : sp__dispatch_pick(&s->disp, dispatch_self(s));
 }
 
 int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
