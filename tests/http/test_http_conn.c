@@ -267,13 +267,19 @@ END_TEST
 
 /* ---- timeouts (short ones, set per test) ----------------------------------- */
 
-static void setup_short_timeouts(void)
+/* A server with 300 ms header and body timeouts and this keep-alive. */
+static void start_short_timeouts(int64_t keepalive_us)
 {
     sp_http_server_opts_t o = {.header_timeout_us = 300000,
-                               .keepalive_timeout_us = 200000,
+                               .keepalive_timeout_us = keepalive_us,
                                .body_timeout_us = 300000,
                                .server_name = "test-server/1"};
     server_start(&o);
+}
+
+static void setup_short_timeouts(void)
+{
+    start_short_timeouts(200000);
 }
 
 START_TEST(slowloris_gets_408)
@@ -507,11 +513,7 @@ END_TEST
  * that comes earlier than the armed timer must still be kept. */
 static void setup_long_keepalive(void)
 {
-    sp_http_server_opts_t o = {.header_timeout_us = 300000,
-                               .keepalive_timeout_us = 2000000,
-                               .body_timeout_us = 300000,
-                               .server_name = "test-server/1"};
-    server_start(&o);
+    start_short_timeouts(2000000);
 }
 
 START_TEST(keepalive_deadline_moves_with_each_request)

@@ -24,7 +24,6 @@ typedef struct sp__hook_bridge {
      * calling fiber; else NULL. */
     sp__fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
     unsigned (*fd_ctx_load)(sp__fd_ctx_t *c, int fd);
-    void (*fd_ctx_forget)(sp__fd_ctx_t *c);
     /* Every change the hooks make to an fd's entry (fd_table.h). */
     int (*fd_adopt)(int fd, unsigned flags);
     void (*fd_set_user_nb)(sp__fd_ctx_t *c, bool on);

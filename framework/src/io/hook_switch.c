@@ -66,7 +66,6 @@ const sp__hook_bridge_t sp__hook_bridge = {
     .fd_ctx = sp__fd_ctx,
     .fd_active = fd_active,
     .fd_ctx_load = sp__fd_ctx_load,
-    .fd_ctx_forget = sp__fd_ctx_forget,
     .fd_adopt = sp__fd_adopt,
     .fd_set_user_nb = sp__fd_set_user_nb,
     .fd_set_timeout = sp__fd_set_timeout,

@@ -209,10 +209,6 @@ bool sp__sched_polling(const sp__worker_t *w);
  * (sp__waiter_deliver_here returned it), now, without the run queue: as a
  * callback server runs its handlers. */
 void sp__sched_run_now(sp__worker_t *w, struct sp_fiber *f);
-/* Append f to the growable array *v of *n fibers (room for *cap); false
- * if out of memory. */
-bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
-                     struct sp_fiber *f);
 
 int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
                    bool use_caller);

@@ -269,8 +269,10 @@ static void retire(sp__worker_t *w, struct sp_fiber *f)
     sp__sched_release(w->s);
 }
 
-bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
-                     struct sp_fiber *f)
+/* Append f to the growable array *v of *n fibers (room for *cap); false
+ * if out of memory. */
+static bool fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
+                        struct sp_fiber *f)
 {
     if (*n == *cap) {
         unsigned grow = *cap ? 2 * *cap : 64;
@@ -290,7 +292,7 @@ bool sp__fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
  * False if out of memory: queue it as usual. */
 static bool collect(sp__worker_t *w, struct sp_fiber *f)
 {
-    return sp__fibers_push(&w->woken, &w->nwoken, &w->capwoken, f);
+    return fibers_push(&w->woken, &w->nwoken, &w->capwoken, f);
 }
 
 /* A fiber that has run resumes on the worker it last ran on (or its bound
