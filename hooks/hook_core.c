@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "hook_internal.h"
 
 _Atomic(const sp__hook_bridge_t *) sp__hook_table;

@@ -8,7 +8,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/clock.h"
 #include "io/hook_bridge.h"
 #include "real.h"
 
@@ -57,25 +56,17 @@ void sp__hook_adopt(const sp__hook_bridge_t *b, int fd, bool stream, bool user_n
 /* sp__hook_wait's answer to a wait that did not end ready (rc < 0). */
 int sp__hook_wait_failed(const sp__hook_bridge_t *b, int rc);
 
-/* Park until fd is ready for `event` or the absolute deadline (ns, 0 =
- * none) passes. 0 = ready (retry the call); otherwise -1 with errno set as
- * the kernel would for a blocking call: EAGAIN on timeout, EBADF when the
- * fd was closed meanwhile, EINTR when the wait was cancelled. Inline: a
- * parked fiber's frames are cold when it resumes, one frame fewer is a
- * cache line fewer to fetch. */
+/* Park until fd is ready for `event` or *deadline_ns passes (the bridge's
+ * wait_fd: SP_HOOK_FD_DEADLINE takes the fd's own timeout). 0 = ready
+ * (retry the call); otherwise -1 with errno set as the kernel would for a
+ * blocking call: EAGAIN on timeout, EBADF when the fd was closed
+ * meanwhile, EINTR when the wait was cancelled. Inline: a parked fiber's
+ * frames are cold when it resumes, one frame fewer is a cache line fewer
+ * to fetch. */
 static inline int sp__hook_wait(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx,
-                                int fd, int event, uint64_t deadline_ns)
+                                int fd, int event, uint64_t *deadline_ns)
 {
-    int64_t timeout_us = -1;
-    if (deadline_ns) {
-        uint64_t now = sp__now_ns();
-        if (now >= deadline_ns) {
-            errno = EAGAIN;
-            return -1;
-        }
-        timeout_us = (int64_t)((deadline_ns - now + 999) / 1000);
-    }
-    int rc = b->wait_fd(ctx, fd, event, timeout_us);
+    int rc = b->wait_fd(ctx, fd, event, deadline_ns);
     return rc == 0 ? 0 : sp__hook_wait_failed(b, rc);
 }
 

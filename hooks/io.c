@@ -18,22 +18,16 @@ static size_t read_size(const io_call_t *c)
 
 /* A read on a stream socket that returned less than asked for emptied the
  * socket's receive queue at that moment. The next read then waits for
- * readiness first instead of paying for a read that would say EAGAIN: in a
- * request/response loop that is one syscall fewer per message. The watch is
- * level-triggered, so data that came meanwhile wakes the wait at once. */
-static bool wait_first(sp__fd_ctx_t *ctx)
-{
-    if (!atomic_load_explicit(&ctx->drained, memory_order_relaxed))
-        return false;
-    atomic_store_explicit(&ctx->drained, false, memory_order_relaxed);
-    return true;
-}
-
-static void note_read(sp__fd_ctx_t *ctx, unsigned fl, const io_call_t *c, ssize_t n)
+ * readiness first (SP_FD_DRAINED; the wait consumes the hint) instead of
+ * paying for a read that would say EAGAIN: in a request/response loop that
+ * is one syscall fewer per message. The watch is level-triggered, so data
+ * that came meanwhile wakes the wait at once. */
+static void note_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
+                      const io_call_t *c, ssize_t n)
 {
     if (n > 0 && (fl & SP_FD_STREAM) && !(c->flags & MSG_PEEK) &&
         (size_t)n < read_size(c))
-        atomic_store_explicit(&ctx->drained, true, memory_order_relaxed);
+        b->fd_set_drained(ctx);
 }
 
 /* read/write on a stream socket go to the kernel as recv/send with no
@@ -58,25 +52,16 @@ static void as_socket_call(io_call_t *c, unsigned fl)
 static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
                            io_call_t *c)
 {
-    uint64_t deadline = 0;
-    bool timed = false;
-    if (wait_first(ctx)) {
-        deadline = call_deadline(ctx, true);
-        timed = true;
-        if (sp__hook_wait(b, ctx, c->fd, SP_IO_READ, deadline) < 0)
-            return -1;
-    }
+    uint64_t deadline = SP_HOOK_FD_DEADLINE;
+    if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
+        return -1;
     for (;;) {
         ssize_t n = call_libc(c);
         if (n >= 0 || errno != EAGAIN) {
-            note_read(ctx, fl, c, n);
+            note_read(b, ctx, fl, c, n);
             return n;
         }
-        if (!timed) {
-            deadline = call_deadline(ctx, true);
-            timed = true;
-        }
-        if (sp__hook_wait(b, ctx, c->fd, SP_IO_READ, deadline) < 0)
+        if (sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
             return -1;
     }
 }

@@ -69,14 +69,6 @@ static inline size_t iov_total(const struct iovec *iov, int n)
     return t;
 }
 
-/* Deadline for a call that has to wait, read once per call: only a call
- * that waits pays for the clock. */
-static inline uint64_t call_deadline(const sp__fd_ctx_t *ctx, bool reading)
-{
-    return sp__hook_deadline(atomic_load(reading ? &ctx->rcv_timeout_us
-                                                 : &ctx->snd_timeout_us));
-}
-
 /* The write family on a managed socket (io_write.c). In its own unit, so
  * that it is not folded into the read path: a fiber parked in a read then
  * holds a small frame, and each line of a parked stack is a cache miss

@@ -72,8 +72,7 @@ ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t 
 {
     size_t want = write_size(c), sent = 0;
     write_rest_t *rest = NULL;
-    uint64_t deadline = 0;
-    bool timed = false;
+    uint64_t deadline = SP_HOOK_FD_DEADLINE;
     ssize_t ret;
     for (;;) {
         ssize_t n = call_libc(c);
@@ -89,11 +88,7 @@ ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t 
             ret = n >= 0 ? n + (ssize_t)sent : (sent ? (ssize_t)sent : -1);
             break;
         }
-        if (!timed) {
-            deadline = call_deadline(ctx, false);
-            timed = true;
-        }
-        if (sp__hook_wait(b, ctx, c->fd, SP_IO_WRITE, deadline) < 0) {
+        if (sp__hook_wait(b, ctx, c->fd, SP_IO_WRITE, &deadline) < 0) {
             ret = sent ? (ssize_t)sent : -1;
             break;
         }

@@ -39,7 +39,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
     if (!ctx)
         return r->connect(fd, addr, len);
     uint64_t deadline = sp__hook_deadline(min_timeout(
-        b->connect_timeout(), atomic_load(&ctx->snd_timeout_us)));
+        b->connect_timeout(), b->fd_timeout(ctx, false)));
     for (;;) {
         if (r->connect(fd, addr, len) == 0)
             return 0;
@@ -53,7 +53,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
             return -1;
         }
     }
-    if (sp__hook_wait(b, ctx, fd, SP_IO_WRITE, deadline) < 0) {
+    if (sp__hook_wait(b, ctx, fd, SP_IO_WRITE, &deadline) < 0) {
         if (errno == EAGAIN)
             errno = ETIMEDOUT;
         return -1;
@@ -76,8 +76,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
     sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, NULL);
     if (!ctx)
         return r->accept4(fd, addr, len, flags);
-    uint64_t deadline = 0;
-    bool timed = false;
+    uint64_t deadline = SP_HOOK_FD_DEADLINE;
     for (;;) {
         int nfd = r->accept4(fd, addr, len, flags | SOCK_NONBLOCK);
         if (nfd >= 0) {
@@ -86,11 +85,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
         }
         if (errno != EAGAIN)
             return -1;
-        if (!timed) {
-            deadline = sp__hook_deadline(atomic_load(&ctx->rcv_timeout_us));
-            timed = true;
-        }
-        if (sp__hook_wait(b, ctx, fd, SP_IO_READ, deadline) < 0)
+        if (sp__hook_wait(b, ctx, fd, SP_IO_READ, &deadline) < 0)
             return -1;
     }
 }
@@ -159,14 +154,16 @@ int dup3(int oldfd, int newfd, int flags)
 }
 
 /* The fd's context when we keep O_NONBLOCK set for it behind the user's
- * back; only then do flags need translating. */
-static sp__fd_ctx_t *managed_nb(int fd)
+ * back (its flags in *flags, if not NULL); only then do flags need translating. */
+static sp__fd_ctx_t *managed_nb(int fd, unsigned *flags)
 {
     const sp__hook_bridge_t *b = sp__bridge();
     sp__fd_ctx_t *c = b ? b->fd_ctx(fd) : NULL;
     if (!c)
         return NULL;
-    unsigned fl = atomic_load(&c->flags);
+    unsigned fl = b->fd_flags(c);
+    if (flags)
+        *flags = fl;
     return (fl & SP_FD_VALID) && (fl & SP_FD_SOCKET) && (fl & SP_FD_SYS_NB) ? c : NULL;
 }
 
@@ -180,15 +177,16 @@ int fcntl(int fd, int cmd, ...)
     case F_GETFL: {
         va_end(ap);
         ret = r->fcntl(fd, cmd);
-        sp__fd_ctx_t *c = ret >= 0 ? managed_nb(fd) : NULL;
-        if (c && !(atomic_load(&c->flags) & SP_FD_USER_NB))
+        unsigned fl = 0;
+        sp__fd_ctx_t *c = ret >= 0 ? managed_nb(fd, &fl) : NULL;
+        if (c && !(fl & SP_FD_USER_NB))
             ret &= ~O_NONBLOCK;
         return ret;
     }
     case F_SETFL: {
         int fl = va_arg(ap, int);
         va_end(ap);
-        sp__fd_ctx_t *c = managed_nb(fd);
+        sp__fd_ctx_t *c = managed_nb(fd, NULL);
         ret = r->fcntl(fd, cmd, c ? fl | O_NONBLOCK : fl);
         if (ret == 0 && c)
             sp__bridge()->fd_set_user_nb(c, fl & O_NONBLOCK);
@@ -238,7 +236,7 @@ int ioctl(int fd, unsigned long request, ...)
     va_start(ap, request);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    sp__fd_ctx_t *c = request == FIONBIO ? managed_nb(fd) : NULL;
+    sp__fd_ctx_t *c = request == FIONBIO ? managed_nb(fd, NULL) : NULL;
     if (c && arg) {
         /* Keep the kernel side non-blocking; record what the user wants
          * (sylar made the socket really blocking here and stalled the

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "hook_internal.h"
 
 static int sleep_ns(const sp__hook_bridge_t *b, uint64_t ns)

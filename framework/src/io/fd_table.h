@@ -1,8 +1,9 @@
-/* Internal: per-fd context, indexed by fd number. Shared by the IOManager
- * (armed events) and the hooks (socket flags, timeouts). Entries are
- * allocated in chunks on first use and never move or go away, so a pointer
- * to one stays valid. `flags` and the timeouts may be read without the lock
- * (the hooks' fast path); every change happens under `lock`. */
+/* Internal: per-fd context, indexed by fd number. Used by the IOManager
+ * (armed events) and, through the bridge's functions (hook_bridge.h), by
+ * the hooks (socket flags, timeouts). Entries are allocated in chunks on
+ * first use and never move or go away, so a pointer to one stays valid.
+ * `flags` and the timeouts may be read without the lock (the hooks' fast
+ * path); every change happens under `lock`. */
 #ifndef SP_FD_TABLE_H
 #define SP_FD_TABLE_H
 
@@ -11,16 +12,9 @@
 #include <stdint.h>
 
 #include "base/spin.h"
+#include "hook_bridge.h" /* the SP_FD_* bits */
 
 struct sp__io_watch;
-
-enum sp_fd_flag {
-    SP_FD_VALID = 1,    /* the flags describe the fd that has this number */
-    SP_FD_SOCKET = 2,   /* a socket: the hooks manage it */
-    SP_FD_SYS_NB = 4,   /* O_NONBLOCK is set on the kernel's file */
-    SP_FD_USER_NB = 8,  /* O_NONBLOCK as the user set it and sees it */
-    SP_FD_STREAM = 16   /* a stream socket: a short read drained it */
-};
 
 /* One cache line each: a wait touches its fd's entry once per message. */
 typedef struct sp__fd_ctx {

@@ -8,23 +8,52 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fd_table.h"
 #include "spindle/iomanager.h"
+
+/* What the fd table knows of an fd, as bits (fd_active reports them). */
+enum sp_fd_flag {
+    SP_FD_VALID = 1,    /* the flags describe the fd that has this number */
+    SP_FD_SOCKET = 2,   /* a socket: the hooks manage it */
+    SP_FD_SYS_NB = 4,   /* O_NONBLOCK is set on the kernel's file */
+    SP_FD_USER_NB = 8,  /* O_NONBLOCK as the user set it and sees it */
+    SP_FD_STREAM = 16,  /* a stream socket: a short read drained it */
+    /* Not stored with the others: the entry's drained hint (its last read
+     * was short), reported by the bridge's fd_active. */
+    SP_FD_DRAINED = 32
+};
+
+/* An fd's entry in the fd table. The hooks hold pointers to it and never
+ * see inside: every read and change goes through the table below, so the
+ * preload library and the framework share no struct layout. */
+typedef struct sp__fd_ctx sp__fd_ctx_t;
+
+/* wait_fd's deadline when the call has not waited yet: take it from the
+ * fd's SO_RCVTIMEO / SO_SNDTIMEO. */
+#define SP_HOOK_FD_DEADLINE UINT64_MAX
 
 typedef struct sp__hook_bridge {
     bool (*enabled)(void);
     int (*wait_any)(const sp_io_want_t *wants, int n, int64_t timeout_us);
-    /* The same for one fd whose context the caller looked up. */
-    int (*wait_fd)(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
+    /* Park until fd (entry c) is ready for `event` or *deadline_ns
+     * (absolute, CLOCK_MONOTONIC ns; 0 = none) passes. SP_HOOK_FD_DEADLINE
+     * asks for the fd's own timeout in that direction, and the deadline it
+     * gives is stored back, so a call's later waits keep it. A wait for
+     * READ consumes the drained hint. 0 = ready, else a negative errno:
+     * -ETIMEDOUT, -ECANCELED, -EEXIST (the direction has a waiter), ... */
+    int (*wait_fd)(sp__fd_ctx_t *c, int fd, int event, uint64_t *deadline_ns);
     int (*sleep_us)(uint64_t usec);
     int (*close_fd)(int fd);
     int64_t (*connect_timeout)(void);
     sp__fd_ctx_t *(*fd_ctx)(int fd);
-    /* fd's context and its flags (*flags), if the hooks are on for the
-     * calling fiber; else NULL. */
+    /* fd's entry and its flags (*flags, SP_FD_DRAINED included), if the
+     * hooks are on for the calling fiber; else NULL. */
     sp__fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
     unsigned (*fd_ctx_load)(sp__fd_ctx_t *c, int fd);
+    unsigned (*fd_flags)(sp__fd_ctx_t *c); /* as known, without asking the kernel */
+    /* The fd's SO_RCVTIMEO (reading) or SO_SNDTIMEO in us; -1 = none. */
+    int64_t (*fd_timeout)(sp__fd_ctx_t *c, bool reading);
     /* Every change the hooks make to an fd's entry (fd_table.h). */
+    void (*fd_set_drained)(sp__fd_ctx_t *c);
     int (*fd_adopt)(int fd, unsigned flags);
     void (*fd_set_user_nb)(sp__fd_ctx_t *c, bool on);
     void (*fd_set_timeout)(sp__fd_ctx_t *c, bool reading, int64_t us);

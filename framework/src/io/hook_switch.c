@@ -53,19 +53,43 @@ static sp__fd_ctx_t *fd_active(int fd, unsigned *flags)
     const char *w = t->current->last_watch;
     if (w)
         sp__prefetch_lines(w, w + 64);
-    return sp__fd_ctx_flags(fd, flags);
+    sp__fd_ctx_t *c = sp__fd_ctx_flags(fd, flags);
+    if (c && atomic_load_explicit(&c->drained, memory_order_relaxed))
+        *flags |= SP_FD_DRAINED;
+    return c;
+}
+
+static unsigned fd_flags(sp__fd_ctx_t *c)
+{
+    return atomic_load(&c->flags);
+}
+
+static int64_t fd_timeout(sp__fd_ctx_t *c, bool reading)
+{
+    return atomic_load(reading ? &c->rcv_timeout_us : &c->snd_timeout_us);
+}
+
+/* A stream read that returned less than asked for emptied the socket's
+ * receive queue: the hooks wait before the next read (hooks/io.c). A
+ * plain store: the hint is kept apart from the flags for that. */
+static void fd_set_drained(sp__fd_ctx_t *c)
+{
+    atomic_store_explicit(&c->drained, true, memory_order_relaxed);
 }
 
 const sp__hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
     .wait_any = sp_io_wait_any,
-    .wait_fd = sp__io_wait_fd,
+    .wait_fd = sp__io_hook_wait,
     .sleep_us = sp_sleep_us,
     .close_fd = sp_io_close_fd,
     .connect_timeout = sp_hook_connect_timeout,
     .fd_ctx = sp__fd_ctx,
     .fd_active = fd_active,
     .fd_ctx_load = sp__fd_ctx_load,
+    .fd_flags = fd_flags,
+    .fd_timeout = fd_timeout,
+    .fd_set_drained = fd_set_drained,
     .fd_adopt = sp__fd_adopt,
     .fd_set_user_nb = sp__fd_set_user_nb,
     .fd_set_timeout = sp__fd_set_timeout,

@@ -21,9 +21,10 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "io_watch.h"
 
-/* How far below its waiter (in the wait's frame: sp__io_wait_fd for the
+/* How far below its waiter (in the wait's frame: sp__io_hook_wait for the
  * hooks) a parked fiber's saved stack pointer sits: about 250 bytes of
  * park-path frames with gcc -O2 on x86-64. A guess that is off costs a
  * line or two of the prefetch, nothing else. */
@@ -330,8 +331,8 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     return rc;
 }
 
-/* The hooks' wait: one fd, one direction. */
-int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
+/* One fd, one direction: the framework's and the hooks' wait. */
+static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
 {
     sp__thread_t *t = sp__thread();
     sp__worker_t *self = t->worker;
@@ -353,6 +354,32 @@ int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
     int rc = arm(io, self->index, true, ctx, fd, armed.dir, &waiter, NULL,
                  &armed.seq);
     return park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
+}
+
+int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
+{
+    return wait_one(ctx, fd, event, timeout_us);
+}
+
+/* The bridge's wait_fd (hook_bridge.h), with the body above inlined: the
+ * hooks' per-message wait is one call deep. */
+int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns)
+{
+    if (event == SP_IO_READ)
+        atomic_store_explicit(&ctx->drained, false, memory_order_relaxed);
+    if (*deadline_ns == SP_HOOK_FD_DEADLINE) {
+        int64_t us = atomic_load(event == SP_IO_READ ? &ctx->rcv_timeout_us
+                                                     : &ctx->snd_timeout_us);
+        *deadline_ns = us < 0 ? 0 : sp__now_ns() + (uint64_t)us * 1000;
+    }
+    int64_t timeout_us = -1;
+    if (*deadline_ns) {
+        uint64_t now = sp__now_ns();
+        if (now >= *deadline_ns)
+            return -ETIMEDOUT;
+        timeout_us = (int64_t)((*deadline_ns - now + 999) / 1000);
+    }
+    return wait_one(ctx, fd, event, timeout_us);
 }
 
 int sp_io_wait(int fd, int event, int64_t timeout_us)

@@ -108,6 +108,8 @@ static inline void sp__iom_kick(sp_iomanager_t *io, int worker)
  * the framework's own hot paths; -EPERM outside an IOManager fiber. event
  * is SP_IO_READ or SP_IO_WRITE, exactly one (callers check). */
 int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
+/* The same with the hooks' deadline rules: the bridge's wait_fd. */
+int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns);
 /* After ev_run: run the fibers its callbacks woke, in the order the kernel
  * reported their fds ready, so that under load every connection waits about
  * one batch (last in, first out would serve a connection alternately first
