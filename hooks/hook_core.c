@@ -45,6 +45,10 @@ uint64_t sp__hook_deadline(int64_t timeout_us)
 
 int sp__hook_wait_failed(const sp__hook_bridge_t *b, int rc)
 {
+    if (rc <= -SP_HOOK_INTERRUPTED) {
+        errno = -rc - SP_HOOK_INTERRUPTED;
+        return -1;
+    }
     switch (rc) {
     case -ETIMEDOUT:
         errno = EAGAIN;

@@ -14,8 +14,8 @@ static int sleep_ns(const sp__hook_bridge_t *b, uint64_t ns)
     /* Round up: a sleep never ends early (sylar turned usleep(500) into a
      * 0 ms timer). */
     int rc = b->sleep_us((ns + 999) / 1000);
-    if (rc < 0) {
-        errno = -rc;
+    if (rc < 0) { /* cut short (an interrupt): EINTR, as POSIX says */
+        errno = rc == -ENOMEM ? ENOMEM : EINTR;
         return -1;
     }
     return 0;

@@ -56,19 +56,24 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker);
 /* Inside a task: go to the back of the run queue. -EPERM outside a task. */
 int sp_yield(void);
 /* Inside a task: sleep until sp_wake(). A wake that comes before the park
- * (even before park is called) is remembered, so the park returns at once;
- * extra wakes are merged. -EPERM outside a task. */
+ * (even before park is called, or while the fiber waits on anything else:
+ * a sleep, an fd, a mutex...) is kept, so the park returns at once; wakes
+ * before the park returns are merged. 0, -EPERM outside a task, or -err
+ * when interrupted (sp_fiber_interrupt, task.h). */
 int sp_park(void);
-/* Make a parked fiber runnable again, on the worker it last ran on.
- * Safe from any thread. Returns 0, or -EINVAL for a fiber not owned by a
- * scheduler. */
+/* Make a parked fiber runnable again, on the worker it last ran on (or
+ * leave the wake for its next sp_park). Safe from any thread. 0, -EINVAL
+ * for a fiber not owned by a scheduler, -ESRCH for one that has finished
+ * (a handle: task.h). */
 int sp_wake(sp_fiber_t *f);
 
 /* Run fn(arg), a call that may block (a blocking library, DNS, disk), on a
  * small pool of helper threads while the calling fiber parks; its worker
  * keeps running other fibers. Outside a task fiber, runs fn(arg) inline.
  * Returns 0, or -ENOMEM / -EAGAIN when no helper could be had (then fn
- * has not run). */
+ * has not run), or -err when sp_fiber_interrupt(f, err) ended the wait
+ * (task.h): the fiber goes on at once and fn still runs to its end on the
+ * helper, so arg must outlive it. */
 int sp_run_blocking(void (*fn)(void *), void *arg);
 
 /* The scheduler of the calling worker thread, or NULL. */

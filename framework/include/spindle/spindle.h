@@ -10,6 +10,7 @@
 #include "spindle/config.h"
 #include "spindle/log.h"
 #include "spindle/scheduler.h"
+#include "spindle/task.h"
 #include "spindle/iomanager.h"
 #include "spindle/timer.h"
 #include "spindle/hook.h"

@@ -24,6 +24,12 @@
  *   -ENOTSUP for timeout_us > 0 (forever and 0 work). Plain threads use
  *   pthread_cond_timedwait and support every timeout.
  *
+ * Interrupts
+ *   In a task fiber every blocking call here (and sp_fiber_join) ends early
+ *   with -err when sp_fiber_interrupt(f, err) interrupts it (task.h); a
+ *   lock call then returns without the lock. sp_cond_wait still re-locks
+ *   its mutex before returning, uninterrupted.
+ *
  * Errors: 0 or a negative errno; constructors return NULL and set errno.
  * Waiters queue in FIFO order. Objects are created and destroyed by the
  * caller; destroying one that is held or has waiters is undefined.
@@ -187,6 +193,14 @@ typedef struct sp_chan_op {
  * of 1..SP_CHAN_SELECT_MAX, a bad op, or no channel at all with an infinite
  * timeout), -EPERM, -ENOTSUP. */
 int sp_chan_select(sp_chan_op_t *ops, int n, int64_t timeout_us);
+
+/* ---- join ----------------------------------------------------------------
+ * Wait until fiber f (a handle: task.h) has finished; *result (if not NULL)
+ * gets its result code (sp_go's function's return value; 0 for other
+ * tasks). From a task fiber or a plain thread. 0, -ETIMEDOUT, -EDEADLK (f
+ * is the caller), -EINVAL, -EPERM, -ENOTSUP (see top). */
+struct sp_fiber;
+int sp_fiber_join(struct sp_fiber *f, int64_t timeout_us, int *result);
 
 #ifdef __cplusplus
 }

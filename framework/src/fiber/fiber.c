@@ -119,6 +119,14 @@ void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
     f->arg = arg;
     f->caller = NULL;
     atomic_store_explicit(&f->state, SP_FIBER_READY, memory_order_relaxed);
+    /* A new life: one reference (its creator's, or the scheduler's for a
+     * task), nothing pending. */
+    atomic_store_explicit(&f->refs, 1, memory_order_relaxed);
+    atomic_store_explicit(&f->uwake, 0, memory_order_relaxed);
+    atomic_store_explicit(&f->intr, 0, memory_order_relaxed);
+    f->result = 0;
+    f->finished = false;
+    sp__spin_init(&f->done_lock);
 #ifdef SP_ASAN
     /* A pooled stack still carries the shadow of its last fiber's frames
      * (scopes it left without returning); a new fiber starts clean. */

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/list.h"
+#include "base/spin.h"
 #include "context.h"
 #include "spindle/fiber.h"
 #include "stack.h"
@@ -38,7 +40,29 @@ struct sp_fiber {
     void *tsan_fiber;
     bool pooled;       /* a function task's fiber: recycle, don't free */
     char name[32];
+    /* Waits and handles (sched/: waiter.c, park.c, handle.c). */
+    _Atomic uintptr_t cur_wait; /* the wait in progress, for wakes and
+                                 * interrupts to end it; 0 = none */
+    _Atomic int wait_busy;      /* takers of cur_wait still ending it */
+    _Atomic int uwake;          /* an sp_wake() not yet taken by sp_park() */
+    _Atomic int intr;           /* a pending interrupt's errno; 0 = none */
+    _Atomic int refs;           /* holders; the last one frees or recycles */
+    int (*go_fn)(void *);       /* sp_go's function, run by go_main */
+    int result;                 /* its result code */
+    sp__spin_t done_lock;       /* guards on_done and finished */
+    bool finished;              /* on_done has been run */
+    sp__list_t on_done;         /* sp__done_hook_t: run when it finishes */
 };
+
+/* Something to do when a fiber finishes (a join): under the fiber's
+ * done_lock, claim() decides whether deliver() runs, after the lock is
+ * released. Unlinked by whoever takes it off first. */
+typedef struct sp__done_hook {
+    sp__link_t link;
+    bool linked;
+    bool (*claim)(struct sp__done_hook *h);
+    void (*deliver)(struct sp__done_hook *h);
+} sp__done_hook_t;
 
 /* Per-thread fiber state. `root` stands for the thread's own stack so every
  * switch is fiber-to-fiber. */

@@ -30,6 +30,9 @@ typedef struct sp__fd_ctx sp__fd_ctx_t;
 /* wait_fd's deadline when the call has not waited yet: take it from the
  * fd's SO_RCVTIMEO / SO_SNDTIMEO. */
 #define SP_HOOK_FD_DEADLINE UINT64_MAX
+/* wait_fd's answer -(SP_HOOK_INTERRUPTED + err): sp_fiber_interrupt(f,
+ * err) ended the wait, and the call fails with errno = err as it is. */
+#define SP_HOOK_INTERRUPTED 0x10000
 
 typedef struct sp__hook_bridge {
     bool (*enabled)(void);
@@ -39,7 +42,8 @@ typedef struct sp__hook_bridge {
      * asks for the fd's own timeout in that direction, and the deadline it
      * gives is stored back, so a call's later waits keep it. A wait for
      * READ consumes the drained hint. 0 = ready, else a negative errno:
-     * -ETIMEDOUT, -ECANCELED, -EEXIST (the direction has a waiter), ... */
+     * -ETIMEDOUT, -ECANCELED, -EEXIST (the direction has a waiter), ...,
+     * or an interrupt (SP_HOOK_INTERRUPTED). */
     int (*wait_fd)(sp__fd_ctx_t *c, int fd, int event, uint64_t *deadline_ns);
     int (*sleep_us)(uint64_t usec);
     int (*close_fd)(int fd);

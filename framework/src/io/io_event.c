@@ -231,6 +231,33 @@ static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
     }
 }
 
+/* sp_fiber_interrupt's way into an fd wait. A wait with several wakers
+ * takes one more promise; a sole one (the hooks' wait without a timeout,
+ * whose watch is its only waker) is taken off its watch under the fd's
+ * lock, as the poll would, so it keeps a single waker. */
+static bool cancel_wait(sp__waiter_t *base, int result)
+{
+    io_waiter_t *waiter = (io_waiter_t *)(void *)base;
+    bool decided;
+    if (!base->sole) {
+        decided = sp__waiter_promise(base, result);
+        waiter->interrupted = decided;
+        sp__waiter_deliver(base, true);
+        return decided;
+    }
+    const armed_t *a = waiter->armed;
+    taken_t t;
+    sp__spin_lock(&a->ctx->lock);
+    sp__io_watch_t *w = a->ctx->watch[a->dir];
+    decided = w && w->waiter == waiter && w->seq == a->seq && take(w, result, false, &t);
+    if (decided)
+        waiter->interrupted = true;
+    sp__spin_unlock(&a->ctx->lock);
+    if (decided)
+        deliver(&t);
+    return decided;
+}
+
 static void on_wait_timeout(void *waiter)
 {
     sp__waiter_promise(waiter, -ETIMEDOUT);
@@ -287,6 +314,8 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
 {
     io_waiter_t waiter;
     sp__waiter_init(&waiter.base);
+    waiter.base.cancel = cancel_wait;
+    waiter.interrupted = false;
     atomic_init(&waiter.unarmed, 0);
     /* Most waits are on one fd: keep the parked stack small (it is most of
      * an idle connection's memory) and allocate only for poll-sized sets. */
@@ -332,8 +361,10 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
 }
 
 /* One fd, one direction: the framework's and the hooks' wait. */
-static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
+static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us,
+                           bool *interrupted)
 {
+    *interrupted = false;
     sp__thread_t *t = sp__thread();
     sp__worker_t *self = t->worker;
     sp_iomanager_t *io = self ? sp__iom_of(self->s) : NULL;
@@ -350,15 +381,21 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
     else
         sp__waiter_init(&waiter.base);
     atomic_init(&waiter.unarmed, 0);
+    waiter.base.cancel = cancel_wait;
+    waiter.interrupted = false;
     armed_t armed = {ctx, event == SP_IO_WRITE, 0};
+    waiter.armed = &armed;
     int rc = arm(io, self->index, true, ctx, fd, armed.dir, &waiter, NULL,
                  &armed.seq);
-    return park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
+    rc = park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
+    *interrupted = waiter.interrupted;
+    return rc;
 }
 
 int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
 {
-    return wait_one(ctx, fd, event, timeout_us);
+    bool interrupted;
+    return wait_one(ctx, fd, event, timeout_us, &interrupted);
 }
 
 /* The bridge's wait_fd (hook_bridge.h), with the body above inlined: the
@@ -379,7 +416,10 @@ int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns
             return -ETIMEDOUT;
         timeout_us = (int64_t)((*deadline_ns - now + 999) / 1000);
     }
-    return wait_one(ctx, fd, event, timeout_us);
+    bool interrupted;
+    int rc = wait_one(ctx, fd, event, timeout_us, &interrupted);
+    /* The hooks set errno to an interrupt's err as it is (task.h). */
+    return interrupted && rc < 0 ? rc - SP_HOOK_INTERRUPTED : rc;
 }
 
 int sp_io_wait(int fd, int event, int64_t timeout_us)

@@ -17,6 +17,8 @@
 typedef struct io_waiter {
     sp__waiter_t base;
     _Atomic int unarmed;
+    bool interrupted;     /* sp_fiber_interrupt ended it */
+    const void *armed;    /* its one armed_t (io_event.c), for a sole wait */
 } io_waiter_t;
 
 /* Fields in the order a wait and its wake-up touch them: two cache lines

@@ -96,9 +96,13 @@ int sp_sleep_us(uint64_t usec)
     sp__timer_heap_t *h = sp__iom_timer_heap(io, self->index);
     sp__waiter_t w;
     sp__waiter_init(&w);
-    int rc = sp__timer_add_inline(h, usec * 1000, wake_sleeper, &w, NULL);
+    w.cancel = sp__waiter_cancel_promise; /* an interrupt ends it early */
+    sp_timer_id_t tid;
+    int rc = sp__timer_add_inline(h, usec * 1000, wake_sleeper, &w, &tid);
     if (rc < 0)
         return rc;
     sp__waiter_wait(&w);
+    /* Fails only once the timer has fired (on this thread: it is done). */
+    sp_timer_cancel(io, tid);
     return sp__waiter_settle(&w);
 }

@@ -1,20 +1,34 @@
 /* Helper threads for calls that block (sp_run_blocking): a FIFO of jobs
  * and up to POOL_MAX threads, started on demand and kept. The waiting fiber
- * parks on a waiter that the helper wakes when the job is done. */
+ * parks on a waiter that the helper wakes when the job is done. A job is
+ * allocated, not on the fiber's stack: an interrupted fiber leaves before
+ * its job ends. The fiber and the helper each hold a reference; the last
+ * one to let go frees it. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "scheduler_internal.h"
 
 enum { POOL_MAX = 8 };
 
+enum { JOB_PENDING, JOB_DONE, JOB_ABANDONED };
+
 typedef struct job {
+    sp__waiter_t waiter; /* first: the waiter's cancel finds the job */
     struct job *next;
     void (*fn)(void *);
     void *arg;
-    sp__waiter_t *waiter;
+    _Atomic int state;
+    _Atomic int refs;
 } job_t;
+
+static void job_unref(job_t *j)
+{
+    if (atomic_fetch_sub(&j->refs, 1) == 1)
+        free(j);
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
@@ -37,11 +51,27 @@ static void *helper(void *unused)
             tail = NULL;
         pthread_mutex_unlock(&lock);
         j->fn(j->arg);
-        sp__waiter_promise(j->waiter, 0);
-        sp__waiter_deliver(j->waiter, true); /* j lives on that fiber's stack */
+        int pending = JOB_PENDING; /* else its fiber was interrupted */
+        if (atomic_compare_exchange_strong(&j->state, &pending, JOB_DONE)) {
+            sp__waiter_promise(&j->waiter, 0);
+            sp__waiter_deliver(&j->waiter, true);
+        }
+        job_unref(j);
         pthread_mutex_lock(&lock);
     }
     return NULL;
+}
+
+/* An interrupt: the fiber leaves now, the helper frees the job later. */
+static bool abandon(sp__waiter_t *w, int result)
+{
+    job_t *j = (job_t *)(void *)w;
+    int pending = JOB_PENDING;
+    if (!atomic_compare_exchange_strong(&j->state, &pending, JOB_ABANDONED))
+        return false;
+    sp__waiter_promise(w, result);
+    sp__waiter_deliver(w, true);
+    return true;
 }
 
 int sp_run_blocking(void (*fn)(void *), void *arg)
@@ -50,9 +80,16 @@ int sp_run_blocking(void (*fn)(void *), void *arg)
         fn(arg);
         return 0;
     }
-    sp__waiter_t w;
-    sp__waiter_init(&w);
-    job_t j = {NULL, fn, arg, &w};
+    job_t *j = sp__malloc(sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    sp__waiter_init(&j->waiter);
+    j->waiter.cancel = abandon;
+    j->next = NULL;
+    j->fn = fn;
+    j->arg = arg;
+    atomic_init(&j->state, JOB_PENDING);
+    atomic_init(&j->refs, 2);
     pthread_mutex_lock(&lock);
     if (!idle && threads < POOL_MAX) {
         pthread_t t;
@@ -65,17 +102,19 @@ int sp_run_blocking(void (*fn)(void *), void *arg)
             threads++;
         else if (!threads) {
             pthread_mutex_unlock(&lock);
+            free(j);
             return -rc;
         }
     }
     if (tail)
-        tail->next = &j;
+        tail->next = j;
     else
-        head = &j;
-    tail = &j;
+        head = j;
+    tail = j;
     pthread_cond_signal(&more);
     pthread_mutex_unlock(&lock);
-    sp__waiter_wait(&w);
-    sp__waiter_settle(&w);
-    return 0;
+    sp__waiter_wait(&j->waiter);
+    int rc = sp__waiter_settle(&j->waiter);
+    job_unref(j);
+    return rc;
 }

@@ -129,7 +129,13 @@ static inline bool sp__sched_stopped(const sp_scheduler_t *s)
     return atomic_load(&s->ctl) & SP_CTL_STOPPED;
 }
 
-/* f->park, the park/wake protocol (worker.c, "Park/wake"). */
+/* f->park, the scheduler's own park/wake protocol (sp__park, sp__wake):
+ * RUNNING, PERMIT (woken while running), PARKING (switching out), WOKEN
+ * (woken while switching out) or PARKED. Only the worker that finished
+ * switching the fiber out moves PARKING -> PARKED (worker.c, after_run),
+ * and only a wake that sees PARKED queues the fiber (sp__sched_wake_claim),
+ * so a fiber is queued exactly once per park and never runs on two
+ * threads (sylar issue 24). */
 enum {
     SP_PARK_RUNNING, SP_PARK_PERMIT, SP_PARK_PARKING, SP_PARK_WOKEN,
     SP_PARK_PARKED
@@ -257,21 +263,59 @@ typedef struct sp__waiter {
     _Atomic int promised;  /* wakers that will still touch us */
     _Atomic int delivered; /* wakers that are done with us */
     bool sole; /* at most one waker, ever: counts without locked adds */
+    bool park; /* an sp_park(): sp_wake() ends it */
+    /* How to end this wait early with `result` (an interrupt, or a wake
+     * for a park), or NULL if it cannot be. Called by whoever takes the
+     * wait from its fiber (sp__fiber_end_wait); true if `result` became
+     * the wait's result. */
+    bool (*cancel)(struct sp__waiter *w, int result);
 } sp__waiter_t;
 
 void sp__waiter_init(sp__waiter_t *w);
 /* For a wait that something else lets only one waker reach (the sync
  * primitives' claim): promise and delivery are then plain stores. */
 void sp__waiter_init_sole(sp__waiter_t *w);
-void sp__waiter_promise(sp__waiter_t *w, int result);
+/* true if this was the first promise: its result is the wait's. */
+bool sp__waiter_promise(sp__waiter_t *w, int result);
 void sp__waiter_deliver(sp__waiter_t *w, bool wake);
 /* Deliver and wake, on the calling worker's thread: returns the fiber if
  * the caller must run it (it was parked and belongs to this worker), else
  * NULL (already woken, or queued for its own worker). */
 struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w);
-/* Park until at least one waker delivered. */
+/* Park until at least one waker delivered. With a cancel function the
+ * wait is published on its fiber meanwhile, and a pending interrupt ends
+ * it at once. */
 void sp__waiter_wait(sp__waiter_t *w);
 /* Wait until every promiser delivered; returns the wait's result. */
 int sp__waiter_settle(sp__waiter_t *w);
+/* A cancel function for waiters any number of wakers may reach: promise
+ * the result and wake. */
+bool sp__waiter_cancel_promise(sp__waiter_t *w, int result);
+
+/* Take f's published wait (only an sp_park()'s when park_only) and end
+ * it with result through its cancel function; true if that decided the
+ * wait's outcome. f must stay allocated meanwhile (the caller holds a
+ * reference, or f is known to live). */
+bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result);
+/* The fiber's pending interrupt as a wait's result (-errno), consumed;
+ * 0 if none. */
+int sp__fiber_take_interrupt(struct sp_fiber *f);
+/* End f's published wait with its pending interrupt, which that consumes;
+ * with no wait to end, the interrupt stays pending for the next one. */
+void sp__fiber_deliver_interrupt(struct sp_fiber *f);
+
+/* Joiners (handle.c): run h when f finishes; *finished says f already
+ * had, and then h is not added. Cancel takes h back if still there. */
+void sp__fiber_on_done(struct sp_fiber *f, sp__done_hook_t *h, bool *finished);
+void sp__fiber_on_done_cancel(struct sp_fiber *f, sp__done_hook_t *h);
+bool sp__fiber_is_finished(struct sp_fiber *f);
+/* The worker, as f's task ends: mark it finished and run its hooks. */
+void sp__fiber_finished(struct sp_fiber *f);
+
+/* The scheduler's own park and wake (worker.c, see f->park above): waits and
+ * wakers inside the framework use these; sp_park/sp_wake are the user's
+ * token on top (park.c), so one never absorbs the other's wake. */
+int sp__park(void);
+int sp__wake(struct sp_fiber *f);
 
 #endif

@@ -1,8 +1,18 @@
 /* The generic waiter (scheduler_internal.h, sp__waiter_t): a fiber's wait
  * for one of several wakers, robust against stray wakes. It parks and
- * wakes through the scheduler's public calls (sp_park, sp_wake), and on a
+ * wakes through the scheduler's own calls (sp__park, sp__wake), and on a
  * poll's own thread claims the fiber for the worker to run at once
  * (sp__waiter_deliver_here).
+ *
+ * Ending a wait early (sp_wake for a park, sp_fiber_interrupt for any):
+ * while it waits, a fiber publishes its waiter in f->cur_wait (bit 0: an
+ * sp_park). Whoever takes it from there (an exchange to 0) calls its
+ * cancel function, counted in f->wait_busy meanwhile; the fiber takes it
+ * back the same way when the wait ends, and if someone else took it
+ * first, waits for wait_busy to drop before the waiter goes away. The
+ * fiber checks for a pending interrupt (or park wake) after publishing,
+ * the other side publishes its flag before looking at cur_wait: one of
+ * the two always sees the other.
  */
 #include "scheduler_internal.h"
 
@@ -13,6 +23,8 @@ void sp__waiter_init(sp__waiter_t *w)
     atomic_init(&w->promised, 0);
     atomic_init(&w->delivered, 0);
     w->sole = false;
+    w->park = false;
+    w->cancel = NULL;
 }
 
 void sp__waiter_init_sole(sp__waiter_t *w)
@@ -21,15 +33,24 @@ void sp__waiter_init_sole(sp__waiter_t *w)
     w->sole = true;
 }
 
-void sp__waiter_promise(sp__waiter_t *w, int result)
+bool sp__waiter_promise(sp__waiter_t *w, int result)
 {
     if (w->sole) { /* the only writer: no locked add */
         w->result = result;
         atomic_store_explicit(&w->promised, 1, memory_order_relaxed);
-        return;
+        return true;
     }
-    if (atomic_fetch_add(&w->promised, 1) == 0)
-        w->result = result;
+    if (atomic_fetch_add(&w->promised, 1) != 0)
+        return false;
+    w->result = result;
+    return true;
+}
+
+bool sp__waiter_cancel_promise(sp__waiter_t *w, int result)
+{
+    bool first = sp__waiter_promise(w, result);
+    sp__waiter_deliver(w, true);
+    return first;
 }
 
 /* Publishes everything the waker wrote: the waiter reads it once it sees
@@ -54,14 +75,14 @@ void sp__waiter_deliver(sp__waiter_t *w, bool wake)
     struct sp_fiber *f = w->fiber;
     if (wake && on_home_worker(f)) { /* no pins: f cannot run before we are done */
         mark_delivered(w);
-        sp_wake(f);
+        sp__wake(f);
         return;
     }
     if (wake) /* the fiber may return and finish once we mark delivery */
         atomic_fetch_add(&f->pins, 1);
     mark_delivered(w); /* last touch of w */
     if (wake) {
-        sp_wake(f);
+        sp__wake(f);
         atomic_fetch_sub(&f->pins, 1);
     }
 }
@@ -80,14 +101,75 @@ struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w)
     return NULL;
 }
 
+bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
+{
+    bool decided = false;
+    atomic_fetch_add(&f->wait_busy, 1);
+    uintptr_t v = atomic_load(&f->cur_wait);
+    while (v && (!park_only || (v & 1))) {
+        if (atomic_compare_exchange_weak(&f->cur_wait, &v, 0)) {
+            sp__waiter_t *w = (sp__waiter_t *)(v & ~(uintptr_t)1);
+            decided = w->cancel(w, result);
+            break;
+        }
+    }
+    atomic_fetch_sub(&f->wait_busy, 1);
+    return decided;
+}
+
+int sp__fiber_take_interrupt(struct sp_fiber *f)
+{
+    int e = atomic_load_explicit(&f->intr, memory_order_relaxed);
+    return e && atomic_compare_exchange_strong(&f->intr, &e, 0) ? -e : 0;
+}
+
+void sp__fiber_deliver_interrupt(struct sp_fiber *f)
+{
+    for (;;) {
+        /* Take the interrupt before ending a wait with it: once the wait
+         * ends, the fiber may start another, which must not see it. */
+        int e = atomic_load(&f->intr);
+        if (!e || !atomic_compare_exchange_strong(&f->intr, &e, 0))
+            return; /* none, or another sender took it */
+        if (sp__fiber_end_wait(f, false, -e))
+            return;
+        /* No wait took it: keep it for the next one (unless a newer one
+         * came, which its sender delivers). The fiber may have published
+         * a wait meanwhile and looked while we held it: look again. */
+        int none = 0;
+        if (!atomic_compare_exchange_strong(&f->intr, &none, e) ||
+            !atomic_load(&f->cur_wait))
+            return;
+    }
+}
+
+/* Just published w: end it at once for an interrupt (or a park's wake)
+ * that came before. */
+static void early_end(struct sp_fiber *f, sp__waiter_t *w)
+{
+    if (atomic_load(&f->intr))
+        sp__fiber_deliver_interrupt(f);
+    else if (w->park && atomic_load(&f->uwake))
+        sp__fiber_end_wait(f, true, 0);
+}
+
 void sp__waiter_wait(sp__waiter_t *w)
 {
+    struct sp_fiber *f = w->fiber;
+    if (w->cancel) {
+        atomic_store(&f->cur_wait, (uintptr_t)w | w->park);
+        early_end(f, w);
+    }
     while (!atomic_load(&w->delivered)) {
         if (atomic_load(&w->promised))
             sp_yield(); /* a waker is between its promise and delivery */
         else
-            sp_park();
+            sp__park();
     }
+    /* Taken by someone else: they may still be in w->cancel. */
+    if (w->cancel && !atomic_exchange(&f->cur_wait, 0))
+        while (atomic_load(&f->wait_busy))
+            sp_yield();
 }
 
 int sp__waiter_settle(sp__waiter_t *w)

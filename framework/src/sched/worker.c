@@ -19,13 +19,6 @@
  * sees the other. A submitter claims an idle worker by CAS 1->0 before
  * tickling it, so each sleeping worker is woken at most once per claim, and
  * nobody is tickled while no worker is idle.
- *
- * Park/wake: f->park is RUNNING, PERMIT (woken while running), PARKING
- * (switching out), WOKEN (woken while switching out) or PARKED. Only the
- * worker that finished switching the fiber out moves PARKING -> PARKED, and
- * only a wake that sees PARKED queues the fiber (sp__sched_wake_claim), so a
- * fiber is queued exactly once per park and never runs on two threads
- * (sylar issue 24).
  */
 #include "scheduler_internal.h"
 
@@ -255,17 +248,23 @@ static struct sp_fiber *task_fiber(sp__worker_t *w, const sp__task_t *task)
 
 static void retire(sp__worker_t *w, struct sp_fiber *f)
 {
-    /* A waker may still be inside sp_wake(f) (see sp__waiter_deliver): it
-     * is a few instructions from done, so wait for it before reuse. */
-    while (atomic_load(&f->pins))
+    /* A waker may still be inside sp__wake(f) (see sp__waiter_deliver), or
+     * a waker or interrupter inside sp__fiber_end_wait(f): each is a few
+     * instructions from done, so wait for them before reuse. */
+    while (atomic_load(&f->pins) || atomic_load(&f->wait_busy))
         sched_yield();
     bump(&w->tasks_run);
     w->owned--;
     sp__sched_unreserve(w, true); /* its requeue slot (run_task) */
-    if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
-        w->spare[w->nspare++] = f;
-    else
-        sp_fiber_destroy(f);
+    sp__fiber_finished(f); /* its joiners */
+    /* The scheduler's reference; while a handle holds another, the last
+     * sp_fiber_unref frees f. */
+    if (atomic_fetch_sub(&f->refs, 1) == 1) {
+        if (f->pooled && w->nspare < sizeof w->spare / sizeof w->spare[0])
+            w->spare[w->nspare++] = f;
+        else
+            sp_fiber_destroy(f);
+    }
     sp__sched_release(w->s);
 }
 
@@ -332,7 +331,7 @@ static void after_run(sp__worker_t *w, struct sp_fiber *f)
     if (p == SP_PARK_PARKING || p == SP_PARK_WOKEN) {
         int expect = SP_PARK_PARKING;
         if (atomic_compare_exchange_strong(&f->park, &expect, SP_PARK_PARKED))
-            return; /* a later sp_wake() queues it */
+            return; /* a later sp__wake() queues it */
         atomic_store(&f->park, SP_PARK_RUNNING); /* woken while switching out */
     }
     requeue(w->s, f); /* sp_yield(), or a plain sp_fiber_yield() */
@@ -576,7 +575,7 @@ int sp_yield(void)
     return switch_out(f);
 }
 
-int sp_park(void)
+int sp__park(void)
 {
     struct sp_fiber *f = current_task();
     if (!f)
@@ -589,7 +588,7 @@ int sp_park(void)
     return switch_out(f);
 }
 
-int sp_wake(sp_fiber_t *f)
+int sp__wake(struct sp_fiber *f)
 {
     if (!f || !f->sched)
         return -EINVAL;

@@ -85,6 +85,12 @@ typedef struct sp__dlist {
  * outside a task fiber, -ENOTSUP for a bounded wait in a fiber without an
  * IOManager. Nothing to undo on failure. */
 int sp__wait_begin(sp__wait_t *w, int64_t timeout_us);
+/* After sp__wait_begin: sp_fiber_interrupt cannot end this wait (a
+ * condition's relock: pthread_cond_wait returns with the mutex held). */
+static inline void sp__wait_uninterruptible(sp__wait_t *w)
+{
+    w->w.cancel = NULL;
+}
 /* Reuse a wait that was delivered (a mutex waiter woken to retry). */
 void sp__wait_rearm(sp__wait_t *w);
 /* Block until claimed; returns the result. */

@@ -73,7 +73,7 @@ static bool try_acquire(sp_mutex_t *m)
     return false;
 }
 
-static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us)
+static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us, bool interruptible)
 {
     if (atomic_load_explicit(&m->owner, memory_order_relaxed) == me)
         return -EDEADLK;
@@ -102,6 +102,8 @@ static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us)
             rc = sp__wait_begin(&w, timeout_us);
             if (rc < 0)
                 break;
+            if (!interruptible)
+                sp__wait_uninterruptible(&w);
             begun = true;
             n.since_ns = sp_now_ns();
             sp__wq_push(&m->q, &n);
@@ -127,7 +129,7 @@ static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us)
     return rc;
 }
 
-int sp_mutex_timedlock(sp_mutex_t *m, int64_t timeout_us)
+static int lock(sp_mutex_t *m, int64_t timeout_us, bool interruptible)
 {
     void *me = sp__sync_self();
     unsigned s = 0;
@@ -137,7 +139,12 @@ int sp_mutex_timedlock(sp_mutex_t *m, int64_t timeout_us)
         atomic_store_explicit(&m->owner, me, memory_order_relaxed);
         return 0;
     }
-    return lock_slow(m, me, timeout_us);
+    return lock_slow(m, me, timeout_us, interruptible);
+}
+
+int sp_mutex_timedlock(sp_mutex_t *m, int64_t timeout_us)
+{
+    return lock(m, timeout_us, true);
 }
 
 int sp_mutex_lock(sp_mutex_t *m)
@@ -241,7 +248,7 @@ int sp_cond_wait(sp_cond_t *c, sp_mutex_t *m, int64_t timeout_us)
     rc = sp__wait_block(&w);
     sp__wnode_withdraw(&c->lk, &c->q, &w, &n);
     sp__wait_end(&w);
-    sp_mutex_lock(m);
+    lock(m, SP_FOREVER, false);
     return rc;
 }
 

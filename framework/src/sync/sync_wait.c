@@ -9,6 +9,7 @@
 #include "sync_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -128,6 +129,17 @@ void *sp__sync_self(void)
     return sp__thread()->current;
 }
 
+/* sp_fiber_interrupt's way into a fiber's wait: claim it, as the timeout
+ * does. */
+static bool cancel_wait(sp__waiter_t *waiter, int result)
+{
+    sp__wait_t *w = (sp__wait_t *)(void *)((char *)waiter - offsetof(sp__wait_t, w));
+    if (!sp__wait_claim(w, NULL, result))
+        return false;
+    sp__waiter_deliver(waiter, true);
+    return true;
+}
+
 int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
 {
     sp__thread_t *t = sp__thread();
@@ -150,6 +162,7 @@ int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
             w->worker = ((sp__worker_t *)t->worker)->index;
         }
         sp__waiter_init_sole(&w->w); /* only the claimer promises */
+        w->w.cancel = cancel_wait;
         return 0;
     }
     w->mode = SP__WAIT_THREAD;
@@ -170,10 +183,13 @@ void sp__wait_rearm(sp__wait_t *w)
     atomic_store(&w->claimed, 0);
     w->result = 0;
     w->winner = NULL;
-    if (w->mode == SP__WAIT_FIBER)
+    if (w->mode == SP__WAIT_FIBER) {
+        bool interruptible = w->w.cancel != NULL;
         sp__waiter_init_sole(&w->w);
-    else
+        w->w.cancel = interruptible ? cancel_wait : NULL;
+    } else {
         w->done = false;
+    }
 }
 
 static void on_timeout(void *arg)
