@@ -8,6 +8,8 @@
  * static library: the switch is not exported. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -259,6 +261,59 @@ START_TEST(pushes_take_back_spare_slots)
 }
 END_TEST
 
+enum { RACERS = 2, RACE_ROUNDS = 20000 };
+static sp_scheduler_t *race_sched;
+
+/* From outside the scheduler: hold one to three slots of worker 0's bound
+ * queue at a time while pushing a task there; the number of failures. */
+static void *reserve_race(void *arg)
+{
+    (void)arg;
+    sp__worker_t *w = &race_sched->workers[0];
+    intptr_t failed = 0;
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        int n = i % 3 + 1;
+        for (int k = 0; k < n; k++)
+            failed += sp__sched_reserve(w, true) != 0;
+        failed += sp_schedule(race_sched, count_run, NULL, 0) != 0;
+        for (int k = 0; k < n; k++)
+            sp__sched_unreserve(w, true);
+    }
+    return (void *)failed;
+}
+
+/* Reservations taken and given back on several threads at once, while
+ * pushes fill the queue and its tasks' fibers take and give back their
+ * own: no promise is lost or made twice, and the promised slots and the
+ * queued tasks fit the queue once all is done. */
+START_TEST(reservations_race_with_pushes)
+{
+    race_sched = sp_scheduler_create("oom", 2, false);
+    ck_assert_ptr_nonnull(race_sched);
+    ck_assert_int_eq(sp_scheduler_start(race_sched), 0);
+    atomic_store(&ran, 0);
+    pthread_t t[RACERS];
+    for (int i = 0; i < RACERS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, reserve_race, NULL), 0);
+    for (int i = 0; i < RACERS; i++) {
+        void *failed;
+        ck_assert_int_eq(pthread_join(t[i], &failed), 0);
+        ck_assert_ptr_null(failed);
+    }
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 5000 && atomic_load(&ran) < RACERS * RACE_ROUNDS; i++)
+        nanosleep(&ms, NULL);
+    ck_assert_int_eq(atomic_load(&ran), RACERS * RACE_ROUNDS);
+    sp__worker_t *w = &race_sched->workers[0];
+    wait_rsv(w, true, 0);
+    pthread_mutex_lock(&w->lock);
+    ck_assert_uint_le(w->bound.count + w->rsv_slots[true], w->bound.cap);
+    pthread_mutex_unlock(&w->lock);
+    ck_assert_int_eq(sp_scheduler_stop(race_sched), 0);
+    sp_scheduler_destroy(race_sched);
+}
+END_TEST
+
 /* ---- the IOManager: the due list, callback events --------------------- */
 
 /* The IOManager tests' fixture: one worker (w0) and a pipe. */
@@ -429,7 +484,8 @@ int main(void)
     Suite *s = suite_create("oom_internal");
     SP_TEST_CASE(s, "scheduler", 60, setup, teardown, schedule_out_of_memory_is_enomem,
                  wakes_need_no_memory_and_a_task_waits_for_room,
-                 stolen_tasks_are_held_without_memory, pushes_take_back_spare_slots);
+                 stolen_tasks_are_held_without_memory, pushes_take_back_spare_slots,
+                 reservations_race_with_pushes);
     SP_TEST_CASE(s, "iomanager", 60, setup_io, teardown, io_wait_out_of_memory_is_enomem,
                  io_callback_reserves_when_armed);
     SP_TEST_CASE(s, "timers", 60, setup_io, teardown, timer_add_out_of_memory_is_enomem,
