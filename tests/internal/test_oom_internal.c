@@ -8,6 +8,8 @@
  * static library: the switch is not exported. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -48,6 +50,16 @@ static void post(void *arg)
     sem_post(&done);
 }
 
+/* Reservations held on w's queue (bound or shared): the promised slots
+ * but the spare ones. */
+static size_t held(sp__worker_t *w, bool bound)
+{
+    pthread_mutex_lock(&w->lock);
+    size_t n = w->rsv_slots[bound] - atomic_load(&w->rsv_spare[bound]);
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
 /* Promise every free slot of w's queue (bound or shared), so that only a
  * reserved push finds room without growing it; how many were promised. */
 static size_t fill_room(sp__worker_t *w, bool bound)
@@ -56,7 +68,8 @@ static size_t fill_room(sp__worker_t *w, bool bound)
     size_t n = 0;
     for (;;) {
         pthread_mutex_lock(&w->lock);
-        bool full = q->cap && q->count + atomic_load(&w->rsv[bound]) >= q->cap;
+        bool full = q->cap && q->count + w->rsv_slots[bound] >= q->cap &&
+                    !atomic_load(&w->rsv_spare[bound]);
         pthread_mutex_unlock(&w->lock);
         if (full)
             return n;
@@ -70,9 +83,9 @@ static size_t fill_room(sp__worker_t *w, bool bound)
 static void wait_rsv(sp__worker_t *w, bool bound, size_t n)
 {
     struct timespec ms = {0, 1000000};
-    for (int i = 0; i < 5000 && atomic_load(&w->rsv[bound]) != n; i++)
+    for (int i = 0; i < 5000 && held(w, bound) != n; i++)
         nanosleep(&ms, NULL);
-    ck_assert_uint_eq(atomic_load(&w->rsv[bound]), n);
+    ck_assert_uint_eq(held(w, bound), n);
 }
 
 static void unfill(sp__worker_t *w, bool bound, size_t n)
@@ -166,43 +179,138 @@ static void count_run(void *arg)
     atomic_fetch_add(&ran, 1);
 }
 
-enum { STOLEN = 16 };
-
-/* An idle worker that steals tasks it then has no memory to queue or
- * start holds them, and runs them all once memory is back. */
-START_TEST(stolen_tasks_are_held_without_memory)
+/* A started scheduler of n workers, with room made in worker 0's shared
+ * queue and that worker's thread then held in block_thread until unblock
+ * is posted. */
+static sp_scheduler_t *start_blocked(int n)
 {
-    sp_scheduler_t *s = sp_scheduler_create("oom", 2, false);
+    sp_scheduler_t *s = sp_scheduler_create("oom", n, false);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(sp_scheduler_start(s), 0);
     sem_init(&blocked, 0, 0);
     sem_init(&unblock, 0, 0);
     atomic_store(&ran, 0);
     sp__worker_t *w = &s->workers[0];
-    unfill(w, false, fill_room(w, false)); /* room in its shared queue */
+    unfill(w, false, fill_room(w, false));
     ck_assert_int_eq(sp_schedule(s, block_thread, NULL, 0), 0);
     sem_wait_5s(&blocked);
-    sp__alloc_fail_after(0);
-    for (int i = 0; i < STOLEN; i++) { /* on worker 0's shared queue */
+    return s;
+}
+
+/* Queue n count_run tasks on worker 0's shared queue, as a push without a
+ * reservation. */
+static void queue_counted(sp_scheduler_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
         ck_assert_int_eq(sp__sched_hold(s), 0);
         sp__task_t t = {.fn = count_run};
-        ck_assert_int_eq(sp__sched_enqueue(s, 0, &t, false, false), 0);
+        ck_assert_int_eq(sp__sched_enqueue(s, 0, &t, false, SP_RSV_NONE), 0);
     }
+}
+
+/* Let worker 0 go, wait until n count_run tasks ran, and stop. */
+static void unblock_and_stop(sp_scheduler_t *s, int n)
+{
+    sp__alloc_fail_after(-1);
+    sem_post(&unblock);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 5000 && atomic_load(&ran) < n; i++)
+        nanosleep(&ms, NULL);
+    ck_assert_int_eq(atomic_load(&ran), n);
+    ck_assert_int_eq(sp_scheduler_stop(s), 0);
+    sp_scheduler_destroy(s);
+    sem_destroy(&blocked);
+    sem_destroy(&unblock);
+}
+
+enum { STOLEN = 16 };
+
+/* An idle worker that steals tasks it then has no memory to queue or
+ * start holds them, and runs them all once memory is back. */
+START_TEST(stolen_tasks_are_held_without_memory)
+{
+    sp_scheduler_t *s = start_blocked(2);
+    sp__worker_t *w = &s->workers[0];
+    sp__alloc_fail_after(0);
+    queue_counted(s, STOLEN);
     /* Worker 0 is blocked: only worker 1, idle, takes from its queue. */
     struct timespec ms = {0, 1000000};
     for (int i = 0; i < 5000 && atomic_load(&w->n_shared) == STOLEN; i++)
         nanosleep(&ms, NULL);
     ck_assert_uint_lt(atomic_load(&w->n_shared), STOLEN);
     ck_assert_int_eq(atomic_load(&ran), 0);
-    sp__alloc_fail_after(-1);
-    sem_post(&unblock);
-    for (int i = 0; i < 5000 && atomic_load(&ran) < STOLEN; i++)
+    unblock_and_stop(s, STOLEN);
+}
+END_TEST
+
+/* Slots given back by reservations stay promised, spare, for the next
+ * reservation to take without the lock; a push that finds no other room
+ * takes them back instead of failing for memory. */
+START_TEST(pushes_take_back_spare_slots)
+{
+    sp_scheduler_t *s = start_blocked(1);
+    sp__worker_t *w = &s->workers[0];
+    size_t n = fill_room(w, false); /* the whole empty shared queue */
+    unfill(w, false, n);
+    ck_assert_uint_eq(held(w, false), 0);
+    sp__alloc_fail_after(0);
+    queue_counted(s, n);
+    ck_assert_int_eq(sp_schedule(s, count_run, NULL, SP_ANY_WORKER), -ENOMEM);
+    ck_assert_int_eq(sp__sched_reserve(w, false), -ENOMEM);
+    unblock_and_stop(s, (int)n);
+}
+END_TEST
+
+enum { RACERS = 2, RACE_ROUNDS = 20000 };
+static sp_scheduler_t *race_sched;
+
+/* From outside the scheduler: hold one to three slots of worker 0's bound
+ * queue at a time while pushing a task there; the number of failures. */
+static void *reserve_race(void *arg)
+{
+    (void)arg;
+    sp__worker_t *w = &race_sched->workers[0];
+    intptr_t failed = 0;
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        int n = i % 3 + 1;
+        for (int k = 0; k < n; k++)
+            failed += sp__sched_reserve(w, true) != 0;
+        failed += sp_schedule(race_sched, count_run, NULL, 0) != 0;
+        for (int k = 0; k < n; k++)
+            sp__sched_unreserve(w, true);
+    }
+    return (void *)failed;
+}
+
+/* Reservations taken and given back on several threads at once, while
+ * pushes fill the queue and its tasks' fibers take and give back their
+ * own: no promise is lost or made twice, and the promised slots and the
+ * queued tasks fit the queue once all is done. */
+START_TEST(reservations_race_with_pushes)
+{
+    race_sched = sp_scheduler_create("oom", 2, false);
+    ck_assert_ptr_nonnull(race_sched);
+    ck_assert_int_eq(sp_scheduler_start(race_sched), 0);
+    atomic_store(&ran, 0);
+    pthread_t t[RACERS];
+    for (int i = 0; i < RACERS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, reserve_race, NULL), 0);
+    for (int i = 0; i < RACERS; i++) {
+        void *failed;
+        ck_assert_int_eq(pthread_join(t[i], &failed), 0);
+        ck_assert_ptr_null(failed);
+    }
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 5000 && atomic_load(&ran) < RACERS * RACE_ROUNDS; i++)
         nanosleep(&ms, NULL);
-    ck_assert_int_eq(atomic_load(&ran), STOLEN);
-    ck_assert_int_eq(sp_scheduler_stop(s), 0);
-    sp_scheduler_destroy(s);
-    sem_destroy(&blocked);
-    sem_destroy(&unblock);
+    ck_assert_int_eq(atomic_load(&ran), RACERS * RACE_ROUNDS);
+    sp__worker_t *w = &race_sched->workers[0];
+    wait_rsv(w, true, 0);
+    pthread_mutex_lock(&w->lock);
+    ck_assert_uint_le(w->bound.count + w->rsv_slots[true], w->bound.cap);
+    pthread_mutex_unlock(&w->lock);
+    ck_assert_int_eq(sp_scheduler_stop(race_sched), 0);
+    sp_scheduler_destroy(race_sched);
 }
 END_TEST
 
@@ -283,7 +391,7 @@ START_TEST(io_callback_reserves_when_armed)
     ck_assert_int_eq(sp_io_add(io, pipe_fds[0], SP_IO_READ, on_event, NULL), -ENOMEM);
     sp__alloc_fail_after(1); /* the slot: the shared queue has none yet */
     ck_assert_int_eq(sp_io_add(io, pipe_fds[0], SP_IO_READ, on_event, NULL), -ENOMEM);
-    ck_assert_uint_eq(atomic_load(&w->rsv[0]), 0);
+    ck_assert_uint_eq(held(w, false), 0);
     sp__alloc_fail_after(-1);
     /* A fiber that lives on: room in the bound queue for the callback's. */
     ck_assert_int_eq(sp_schedule(s, park_long, NULL, 0), 0);
@@ -296,7 +404,7 @@ START_TEST(io_callback_reserves_when_armed)
     ck_assert_int_eq(atomic_load(&cb_result), 0);
     sp__alloc_fail_after(-1);
     unfill(w, false, extra);
-    ck_assert_uint_eq(atomic_load(&w->rsv[0]), 0);
+    ck_assert_uint_eq(held(w, false), 0);
     ck_assert_int_eq(sp_wake(atomic_load(&long_lived)), 0);
     sem_wait_5s(&done);
     stop_io();
@@ -318,15 +426,15 @@ START_TEST(timer_add_out_of_memory_is_enomem)
     ck_assert_int_eq(sp_timer_add(io, 1000, post, NULL, 0, NULL, &id), -ENOMEM);
     sp__alloc_fail_after(1); /* the slot, then the call record */
     ck_assert_int_eq(sp_timer_add(io, 1000, post, NULL, 0, alive, &id), -ENOMEM);
-    ck_assert_uint_eq(atomic_load(&w->rsv[1]), 0);
+    ck_assert_uint_eq(held(w, true), 0);
     sp__alloc_fail_after(-1);
     ck_assert_int_eq(sp_timer_add(io, 1000, post, NULL, 0, alive, &id), 0);
     sem_wait_5s(&done);
     wait_rsv(w, true, 0);
     ck_assert_int_eq(sp_timer_add(io, 1000000, post, NULL, 0, NULL, &id), 0);
-    ck_assert_uint_eq(atomic_load(&w->rsv[1]), 1);
+    ck_assert_uint_eq(held(w, true), 1);
     ck_assert_int_eq(sp_timer_cancel(io, id), 0); /* gives its slot back */
-    ck_assert_uint_eq(atomic_load(&w->rsv[1]), 0);
+    ck_assert_uint_eq(held(w, true), 0);
     sp_token_kill(alive);
     stop_io();
 }
@@ -376,7 +484,8 @@ int main(void)
     Suite *s = suite_create("oom_internal");
     SP_TEST_CASE(s, "scheduler", 60, setup, teardown, schedule_out_of_memory_is_enomem,
                  wakes_need_no_memory_and_a_task_waits_for_room,
-                 stolen_tasks_are_held_without_memory);
+                 stolen_tasks_are_held_without_memory, pushes_take_back_spare_slots,
+                 reservations_race_with_pushes);
     SP_TEST_CASE(s, "iomanager", 60, setup_io, teardown, io_wait_out_of_memory_is_enomem,
                  io_callback_reserves_when_armed);
     SP_TEST_CASE(s, "timers", 60, setup_io, teardown, timer_add_out_of_memory_is_enomem,

@@ -335,24 +335,45 @@ int sp_schedule(sp_scheduler_t *s, sp_fiber_fn fn, void *arg, int worker)
     if (rc < 0)
         return rc;
     sp__task_t t = {.fn = fn, .arg = arg};
-    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0, false);
+    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0,
+                           SP_RSV_NONE);
     if (rc < 0)
         sp__sched_release(s);
     return rc;
 }
 
-/* Under the lock, so that with the queue's tasks the promised slots never
- * outnumber its room: a reserved push then finds a free slot. */
-int sp__sched_reserve(sp__worker_t *w, bool bound)
+/* Spare slots promised at once when none is left: the lock is then taken
+ * once per this many reservations while their number grows, and never
+ * while fibers come and go at a steady count. */
+enum { RSV_GRANT = 32 };
+
+/* No spare promised slot: promise up to RSV_GRANT more under the lock,
+ * growing the queue only if none is free. With the queue's tasks the
+ * promised slots then never outnumber its room (pushes without a
+ * reservation keep them free), so a reserved push finds a free slot. */
+int sp__sched_reserve_locked(sp__worker_t *w, bool bound)
 {
     sp__run_queue_t *q = bound ? &w->bound : &w->shared;
+    size_t *slots = &w->rsv_slots[bound];
     pthread_mutex_lock(&w->lock);
-    int rc = sp__rq_room(q, q->count + 1 +
-        atomic_load_explicit(&w->rsv[bound], memory_order_relaxed));
-    if (rc == 0)
-        atomic_fetch_add_explicit(&w->rsv[bound], 1, memory_order_relaxed);
+    int rc = sp__rq_room(q, q->count + *slots + 1);
+    if (rc == 0) {
+        size_t k = q->cap - q->count - *slots;
+        k = k < RSV_GRANT ? k : RSV_GRANT;
+        *slots += k; /* one for the caller, the rest spare */
+        atomic_fetch_add_explicit(&w->rsv_spare[bound], k - 1,
+                                  memory_order_relaxed);
+    }
     pthread_mutex_unlock(&w->lock);
     return rc;
+}
+
+int sp__sched_make_room(sp__worker_t *w, sp__run_queue_t *q, bool bound)
+{
+    size_t *slots = &w->rsv_slots[bound];
+    *slots -= atomic_exchange_explicit(&w->rsv_spare[bound], 0,
+                                       memory_order_relaxed);
+    return sp__rq_room(q, q->count + 1 + *slots);
 }
 
 int sp__sched_submit_reserved(sp_scheduler_t *s, int rw, sp_fiber_fn fn,
@@ -360,15 +381,18 @@ int sp__sched_submit_reserved(sp_scheduler_t *s, int rw, sp_fiber_fn fn,
 {
     bool bound = worker >= 0;
     int rc = sp__sched_hold(s);
-    if (rc == 0) {
-        sp__task_t t = {.fn = fn, .arg = arg};
-        rc = sp__sched_enqueue(s, pick_target(s, worker), &t, bound, false);
-        if (rc == -ENOMEM)
-            rc = sp__sched_enqueue(s, rw, &t, bound, true);
-        if (rc < 0)
-            sp__sched_release(s);
+    if (rc < 0) {
+        sp__sched_unreserve(&s->workers[rw], bound);
+        return rc;
     }
-    sp__sched_unreserve(&s->workers[rw], bound);
+    sp__task_t t = {.fn = fn, .arg = arg};
+    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, bound, SP_RSV_NONE);
+    if (rc == -ENOMEM) /* the reserved slot: the push uses it up */
+        rc = sp__sched_enqueue(s, rw, &t, bound, SP_RSV_SPEND);
+    else
+        sp__sched_unreserve(&s->workers[rw], bound);
+    if (rc < 0)
+        sp__sched_release(s);
     return rc;
 }
 
@@ -388,7 +412,8 @@ int sp_schedule_fiber(sp_scheduler_t *s, sp_fiber_t *f, int worker)
     f->last_worker = -1;
     atomic_store(&f->park, SP_PARK_RUNNING);
     sp__task_t t = {.fiber = f};
-    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0, false);
+    rc = sp__sched_enqueue(s, pick_target(s, worker), &t, worker >= 0,
+                           SP_RSV_NONE);
     if (rc < 0)
         sp__sched_release(s);
     return rc;

@@ -56,8 +56,12 @@ typedef struct sp__worker {
     sp__run_queue_t local;
     _Atomic size_t n_shared, n_bound; /* lock-free peeks for idle checks */
     /* Slots of [0] shared and [1] bound promised to pushes that must not
-     * fail (sp__sched_reserve): a push without one keeps them free. */
-    _Atomic size_t rsv[2];
+     * fail (sp__sched_reserve): a push without one keeps them free.
+     * rsv_slots (under lock) counts them all; rsv_spare those no
+     * reservation holds, which a reservation takes and an unreserve gives
+     * back without the lock (neither changes rsv_slots). */
+    size_t rsv_slots[2];
+    _Atomic size_t rsv_spare[2];
     _Atomic int idle;                  /* 1 while in (or entering) idle */
     /* Base idle: a binary semaphore. */
     pthread_mutex_t sleep_lock;
@@ -161,25 +165,57 @@ static inline bool sp__sched_wake_claim(struct sp_fiber *f)
 }
 
 /* worker.c, for the other files of the scheduler (never per switch). */
-/* Queue `task` on worker `target` and wake someone for it; 0 or -ENOMEM.
- * `reserved`: the caller holds a reservation there (sp__sched_reserve). */
+/* What a push does with a reservation its caller holds on the target
+ * worker (sp__sched_reserve): none held; the task takes the promised slot
+ * and the promise stays (a started fiber's requeue: it keeps its slot
+ * while it lives); or the task takes it for good (the reservation is used
+ * up, also if the push lands elsewhere). */
+typedef enum { SP_RSV_NONE, SP_RSV_KEEP, SP_RSV_SPEND } sp__rsv_use_t;
+/* Queue `task` on worker `target` and wake someone for it; 0 or -ENOMEM. */
 int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
-                      bool bound, bool reserved);
+                      bool bound, sp__rsv_use_t rsv);
 /* Queue `task` on w without waking anyone; -EAGAIN if w has left. */
 int sp__sched_push(sp__worker_t *w, const sp__task_t *task, bool bound);
 /* Owner thread: keep `task` to run later (out of memory to queue or start
  * it); room is always there (SP_HELD_MAX, see next_task). */
-void sp__sched_hold_back(sp__worker_t *w, const sp__task_t *task);
+static inline void sp__sched_hold_back(sp__worker_t *w, const sp__task_t *task)
+{
+    w->held[w->nheld++] = *task;
+}
 
 /* Reservations (scheduler.c): promise one slot in w's shared (bound false) or
  * bound queue, so that a later push there cannot fail for memory; 0 or
  * -ENOMEM. Any thread. A started fiber holds one in its home worker's bound
  * queue while it lives (its wake-ups' requeue); an armed timer or callback
- * event holds one for the task that will run its callback. */
-int sp__sched_reserve(sp__worker_t *w, bool bound);
+ * event holds one for the task that will run its callback.
+ * A spare slot is taken without the lock: it is in rsv_slots already, so
+ * no push can have used it. Relaxed suffices: only the count matters, and
+ * every change to it is a read-modify-write of the one variable. Without
+ * a spare one, sp__sched_reserve_locked promises more under the lock. */
+int sp__sched_reserve_locked(sp__worker_t *w, bool bound);
+static inline int sp__sched_reserve(sp__worker_t *w, bool bound)
+{
+    _Atomic size_t *spare = &w->rsv_spare[bound];
+    size_t n = atomic_load_explicit(spare, memory_order_relaxed);
+    while (n)
+        if (atomic_compare_exchange_weak_explicit(spare, &n, n - 1,
+                memory_order_relaxed, memory_order_relaxed))
+            return 0;
+    return sp__sched_reserve_locked(w, bound);
+}
 static inline void sp__sched_unreserve(sp__worker_t *w, bool bound)
 {
-    atomic_fetch_sub_explicit(&w->rsv[bound], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->rsv_spare[bound], 1, memory_order_relaxed);
+}
+/* Under w's lock, for a push without a reservation: room in q (w's bound
+ * queue or not) for one more task besides the slots promised there; the
+ * slow path takes back the spare ones before it grows q. 0 or -ENOMEM. */
+int sp__sched_make_room(sp__worker_t *w, sp__run_queue_t *q, bool bound);
+static inline int sp__sched_room(sp__worker_t *w, sp__run_queue_t *q,
+                                 bool bound)
+{
+    return q->count + 1 + w->rsv_slots[bound] <= q->cap
+               ? 0 : sp__sched_make_room(w, q, bound);
 }
 /* Schedule fn(arg) as sp_schedule(s, fn, arg, worker) does, or when
  * memory is out in the slot reserved on worker `rw` (in the queue that

@@ -82,10 +82,10 @@ static uint64_t next_seq(sp__worker_t *w)
     return v;
 }
 
-/* A push that holds a reservation (`reserved`) takes its promised slot; any
+/* A push with a reservation takes its promised slot (sp__rsv_use_t); any
  * other keeps every promised slot free, growing the queue if need be. */
 static int push(sp__worker_t *w, const sp__task_t *task, bool bound,
-                bool reserved)
+                sp__rsv_use_t rsv)
 {
     sp__task_t t = *task;
     pthread_mutex_lock(&w->lock);
@@ -96,24 +96,29 @@ static int push(sp__worker_t *w, const sp__task_t *task, bool bound,
     t.seq = next_seq(w);
     t.bound = bound;
     sp__run_queue_t *q = bound ? &w->bound : &w->shared;
-    int rc = reserved ? 0 : sp__rq_room(q, q->count + 1 +
-        atomic_load_explicit(&w->rsv[bound], memory_order_relaxed));
+    int rc = rsv == SP_RSV_NONE ? sp__sched_room(w, q, bound) : 0;
     if (rc == 0)
         rc = sp__rq_push(q, &t);
-    if (rc == 0)
+    if (rc == 0) {
+        if (rsv == SP_RSV_SPEND)
+            w->rsv_slots[bound]--;
         atomic_store_explicit(bound ? &w->n_bound : &w->n_shared, q->count,
                               memory_order_relaxed);
+    }
     pthread_mutex_unlock(&w->lock);
     return rc;
 }
 
 static int enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
-                   bool bound, bool reserved)
+                   bool bound, sp__rsv_use_t rsv)
 {
-    int rc = push(&s->workers[target], task, bound, reserved);
-    if (rc == -EAGAIN) /* only SP_ANY_WORKER work is placed on extras */
+    int rc = push(&s->workers[target], task, bound, rsv);
+    if (rc == -EAGAIN) { /* only SP_ANY_WORKER work is placed on extras */
+        if (rsv == SP_RSV_SPEND) /* not used there after all */
+            sp__sched_unreserve(&s->workers[target], bound);
         rc = push(&s->workers[target = target % s->nworkers], task, bound,
-                  false);
+                  SP_RSV_NONE);
+    }
     if (rc == 0)
         notify(s, target, bound);
     return rc;
@@ -148,18 +153,13 @@ static bool take_local(sp__worker_t *w, sp__task_t *out)
 /* For steal.c and scheduler.c; the static versions stay inlinable here. */
 int sp__sched_push(sp__worker_t *w, const sp__task_t *task, bool bound)
 {
-    return push(w, task, bound, false);
+    return push(w, task, bound, SP_RSV_NONE);
 }
 
 int sp__sched_enqueue(sp_scheduler_t *s, int target, const sp__task_t *task,
-                      bool bound, bool reserved)
+                      bool bound, sp__rsv_use_t rsv)
 {
-    return enqueue(s, target, task, bound, reserved);
-}
-
-void sp__sched_hold_back(sp__worker_t *w, const sp__task_t *task)
-{
-    w->held[w->nheld++] = *task;
+    return enqueue(s, target, task, bound, rsv);
 }
 
 static bool work_visible(const sp_scheduler_t *s, const sp__worker_t *w)
@@ -315,7 +315,7 @@ static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
             return;
     }
     sp__task_t t = {.fiber = f};
-    if (enqueue(s, target, &t, true, true) != 0)
+    if (enqueue(s, target, &t, true, SP_RSV_KEEP) != 0)
         abort(); /* cannot fail: f reserved its slot when homed (run_task) */
 }
 
