@@ -1,10 +1,12 @@
-/* Fibers: life cycle, errno and FP state per fiber, stack pool, overflow. */
+/* Fibers: life cycle, errno and FP state per fiber, stack pool, overflow,
+ * stack high-water mark. */
 #include <check.h>
 #include <errno.h>
 #include <fenv.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,9 +231,24 @@ static void overflow_fiber(void *arg)
     recurse(0);
 }
 
-/* The overflow must stop the process with a message naming the fiber: run
- * it in a child and read the child's stderr. */
-START_TEST(stack_overflow_is_reported)
+/* One frame far larger than the fiber's stack (128 KiB by default): with
+ * a 64 KiB guard and no stack-clash probes its first write would land
+ * below the guard, in another stack, and nothing would fault. */
+static char *volatile escaped; /* keeps the whole array in the frame */
+
+static void big_frame_fiber(void *arg)
+{
+    (void)arg;
+    char buf[200 * 1024];
+    escaped = buf;
+    escaped[0] = 1;
+}
+
+/* Run fn on a fiber named `name` in a child; the child must die by SIGSEGV
+ * after saying on stderr that this fiber overflowed its stack. A few
+ * fibers are created first so the stack below fn's is a pooled one. */
+static void assert_overflow_reported(sp_fiber_fn fn, size_t stack_size,
+                                     const char *name)
 {
     int pipefd[2];
     ck_assert_int_eq(pipe(pipefd), 0);
@@ -240,9 +257,9 @@ START_TEST(stack_overflow_is_reported)
     if (pid == 0) {
         dup2(pipefd[1], STDERR_FILENO);
         close(pipefd[0]);
-        sp_fiber_t *f = sp_fiber_create(overflow_fiber, NULL, 64 * 1024,
-                                        "deep-recursion");
-        sp_fiber_resume(f);
+        for (int i = 0; i < 4; i++)
+            sp_fiber_create(count_up, &(int){0}, stack_size, "bystander");
+        sp_fiber_resume(sp_fiber_create(fn, NULL, stack_size, name));
         _exit(0); /* not reached */
     }
     close(pipefd[1]);
@@ -256,10 +273,61 @@ START_TEST(stack_overflow_is_reported)
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
-                  "child status %d", status);
-    ck_assert_msg(strstr(out, "(deep-recursion) overflowed its stack"),
-                  "stderr was: %s", out);
+                  "child status %d, stderr: %s", status, out);
+    char want[64];
+    snprintf(want, sizeof want, "(%s) overflowed its stack", name);
+    ck_assert_msg(strstr(out, want), "stderr was: %s", out);
     ck_assert_msg(strncmp(out, "spindle: fiber ", 15) == 0, "stderr: %s", out);
+}
+
+/* The overflow must stop the process with a message naming the fiber. */
+START_TEST(stack_overflow_is_reported)
+{
+    assert_overflow_reported(overflow_fiber, 64 * 1024, "deep-recursion");
+}
+END_TEST
+
+START_TEST(big_frame_overflow_is_reported)
+{
+    assert_overflow_reported(big_frame_fiber, 0, "big-frame");
+}
+END_TEST
+
+/* Touches `bytes` of stack below its caller; not inlined, so the caller's
+ * frame (probed whole on entry) does not include the buffer. */
+__attribute__((noinline)) static void use_stack(size_t bytes)
+{
+    volatile char buf[64 * 1024];
+    for (size_t i = 0; i < bytes && i < sizeof buf; i += 256)
+        buf[i] = (char)i;
+}
+
+static void measure_stack(void *arg)
+{
+    size_t *used = arg;
+    used[0] = sp_fiber_stack_used(sp_fiber_current());
+    use_stack(64 * 1024);
+    used[1] = sp_fiber_stack_used(sp_fiber_current());
+}
+
+/* The high-water mark grows by what a fiber used and stays within its
+ * stack. A stack size no other test uses: a fresh stack, not a pooled one. */
+START_TEST(stack_used_is_the_high_water_mark)
+{
+    enum { SIZE = 320 * 1024 };
+    size_t used[2] = {0, 0};
+    sp_fiber_t *f = sp_fiber_create(measure_stack, used, SIZE, "measured");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(sp_fiber_resume(f), 0);
+    ck_assert_uint_gt(used[0], 0);
+    ck_assert_uint_lt(used[0], 32 * 1024);
+    ck_assert_uint_ge(used[1], 64 * 1024);
+    ck_assert_uint_gt(used[1], used[0] + 32 * 1024);
+    ck_assert_uint_le(used[1], SIZE + 8 * 1024);
+    /* After the fiber finished its stack still shows how deep it went. */
+    ck_assert_uint_eq(sp_fiber_stack_used(f), used[1]);
+    ck_assert_uint_eq(sp_fiber_stack_used(NULL), 0);
+    sp_fiber_destroy(f);
 }
 END_TEST
 
@@ -284,6 +352,8 @@ int main(void)
     tcase_add_test(tc, many_fibers_and_reuse);
     tcase_add_test(tc, stacks_are_coloured);
     tcase_add_test(tc, stack_overflow_is_reported);
+    tcase_add_test(tc, big_frame_overflow_is_reported);
+    tcase_add_test(tc, stack_used_is_the_high_water_mark);
     tcase_add_test(tc, backend_named);
     suite_add_tcase(s, tc);
     return sp_test_run(s);

@@ -9,7 +9,8 @@
  * to the context that resumed it (asymmetric coroutines). errno is saved per
  * fiber: a value set before a switch is seen again after it. A stack overflow
  * hits a guard region and stops the process with "fiber N (name) overflowed
- * its stack".
+ * its stack" (what is caught and what is not: docs/guide.md, "Stack
+ * safety").
  */
 #ifndef SPINDLE_FIBER_H
 #define SPINDLE_FIBER_H
@@ -60,6 +61,15 @@ sp_fiber_t *sp_fiber_current(void);
 uint64_t sp_fiber_id(const sp_fiber_t *f);
 const char *sp_fiber_name(const sp_fiber_t *f);
 sp_fiber_state_t sp_fiber_state(const sp_fiber_t *f);
+
+/* How many bytes of f's stack have been used at most, page-granular, to
+ * size stacks: measured on demand (one mincore() call per 1 MiB of stack)
+ * from the pages the kernel has committed. A stack reused from the pool
+ * keeps the pages its earlier fibers committed, so the figure is the
+ * deepest use of f and of the fibers that ran on its stack before (an
+ * upper bound for f alone). Pages swapped out are not counted. 0 if f is
+ * NULL. */
+size_t sp_fiber_stack_used(const sp_fiber_t *f);
 
 /* Name of the context backend compiled in: "asm-x86_64", "asm-aarch64" or
  * "ucontext". */

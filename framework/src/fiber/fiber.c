@@ -248,6 +248,11 @@ sp_fiber_state_t sp_fiber_state(const sp_fiber_t *f)
                                                   memory_order_acquire);
 }
 
+size_t sp_fiber_stack_used(const sp_fiber_t *f)
+{
+    return f ? sp__stack_used(&f->stack, (const char *)f) : 0;
+}
+
 const char *sp_fiber_backend(void)
 {
     return SP_CTX_BACKEND;

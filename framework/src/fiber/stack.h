@@ -20,6 +20,11 @@ typedef struct sp__stack {
 int sp__stack_get(sp__stack_t *st, size_t usable);
 /* Give a region back to the pool. */
 void sp__stack_put(const sp__stack_t *st);
+/* Bytes from `top` down to the lowest page of the usable region the
+ * kernel holds committed (resident): how deep the stack has been used. A
+ * pooled stack keeps the pages its earlier users committed. 0 if the
+ * kernel cannot say. */
+size_t sp__stack_used(const sp__stack_t *st, const char *top);
 /* The guard size used for every stack. */
 size_t sp__stack_guard_size(void);
 
