@@ -283,12 +283,18 @@ static sp_group_t *wg_group;
 static _Atomic int fiber_wait_rc = 1, fiber_timeout_rc = 1;
 static sp_sem_t *release, *started;
 
+/* Interrupts a cancel sent to blocked_job (which waits on regardless). */
+static _Atomic int job_interrupts;
+
 static int blocked_job(void *arg)
 {
     (void)arg;
     if (started) /* the test waits for this before it cancels */
         ck_assert_int_eq(sp_sem_post(started), 0);
-    return sp_sem_wait(release, SP_FOREVER);
+    int rc;
+    while ((rc = sp_sem_wait(release, SP_FOREVER)) == -ECANCELED)
+        atomic_fetch_add(&job_interrupts, 1);
+    return rc;
 }
 
 static void waiting_fiber(void *arg)
@@ -340,13 +346,16 @@ START_TEST(cancel_from_outside)
      * before it began would never run at all). */
     ck_assert_int_eq(sp_sem_wait(started, SP_FOREVER), 0);
     ck_assert_int_eq(sp_group_wait(g, 5000, NULL), -ETIMEDOUT);
+    atomic_store(&job_interrupts, 0);
     ck_assert_int_eq(sp_group_cancel(g), 0);
+    /* The running job was interrupted, waits on (it ignores that) */
     ck_assert_int_eq(sp_group_wait(g, 5000, NULL), -ETIMEDOUT); /* runs */
     ck_assert_int_eq(sp_sem_post(release), 0);
     sp_group_failure_t f;
     ck_assert_int_eq(sp_group_wait(g, SP_FOREVER, &f), -ECANCELED);
     ck_assert_int_eq(f.job, -1);
     ck_assert_int_eq(f.code, 0);
+    ck_assert_int_eq(atomic_load(&job_interrupts), 1);
     sp_group_progress_t p;
     sp_group_progress(g, &p);
     ck_assert_int_eq(p.succeeded, 1);

@@ -268,11 +268,98 @@ START_TEST(wake_is_kept_across_every_wait_kind)
 }
 END_TEST
 
+/* ---- deadlines ------------------------------------------------------------ */
+
+#define MS 1000000ull
+
+/* Every wait in a scope ends at its deadline with ETIMEDOUT, never before. */
+static int waits_in_scope(void *arg)
+{
+    (void)arg;
+    sp_sem_t *never = sp_sem_create(0);
+    int fds[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    sp_deadline_t outer, inner;
+    uint64_t at = sp_now_ns() + 20 * MS;
+    ck_assert_int_eq(sp_deadline_push(&outer, at), 0);
+    /* An inner scope never extends the outer one. */
+    ck_assert_int_eq(sp_deadline_push(&inner, at + 1000 * MS), 0);
+    ck_assert_uint_eq(sp_deadline_current(), at);
+    ck_assert_int_eq(sp_sem_wait(never, SP_FOREVER), -ETIMEDOUT);
+    ck_assert_uint_ge(sp_now_ns(), at);
+    sp_deadline_pop(&inner);
+    /* Past the deadline: every wait ends at once. */
+    char c;
+    errno = 0;
+    ck_assert_int_eq(read(fds[0], &c, 1), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_int_eq(sp_sleep_us(1000000), -ETIMEDOUT);
+    ck_assert_int_eq(sp_park(), -ETIMEDOUT);
+    sp_deadline_pop(&outer);
+    ck_assert_uint_eq(sp_deadline_current(), 0);
+    ck_assert_int_eq(sp_sleep_us(1000), 0); /* no deadline any more */
+    /* A hooked read in a fresh scope ends at its deadline. */
+    at = sp_now_ns() + 20 * MS;
+    ck_assert_int_eq(sp_deadline_push(&outer, at), 0);
+    ck_assert_int_eq(read(fds[0], &c, 1), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_uint_ge(sp_now_ns(), at);
+    sp_deadline_pop(&outer);
+    close(fds[0]);
+    close(fds[1]);
+    sp_sem_destroy(never);
+    return 0;
+}
+
+START_TEST(deadline_scope_ends_every_wait)
+{
+    sp_iomanager_t *io = io_new(1);
+    ck_assert_int_eq(join(go_on(io, waits_in_scope, NULL, -1)), 0);
+    sp_deadline_t d;
+    ck_assert_int_eq(sp_deadline_push(&d, sp_now_ns()), -EPERM); /* not a task */
+    io_end(io);
+}
+END_TEST
+
+static int sleep_long(void *arg)
+{
+    (void)arg;
+    return sp_sleep_us(60 * 1000000ull);
+}
+
+/* Tasks and groups started in a scope run inside its deadline. */
+static int start_in_scope(void *io)
+{
+    sp_deadline_t d;
+    uint64_t at = sp_now_ns() + 20 * MS;
+    ck_assert_int_eq(sp_deadline_push(&d, at), 0);
+    sp_fiber_t *child = go_on(io, sleep_long, NULL, -1);
+    sp_group_t *g = sp_group_create(sp_iomanager_scheduler(io), "scoped", 2);
+    sp_deadline_pop(&d);
+    ck_assert_int_eq(sp_group_add(g, sleep_long, NULL), 0);
+    sp_group_failure_t f;
+    ck_assert_int_eq(sp_group_wait(g, BOUND_US, &f), -ECANCELED);
+    ck_assert_int_eq(f.code, -ETIMEDOUT);
+    ck_assert_uint_ge(sp_now_ns(), at);
+    sp_group_destroy(g);
+    return join(child);
+}
+
+START_TEST(deadline_inherited_by_tasks_and_groups)
+{
+    sp_iomanager_t *io = io_new(2);
+    ck_assert_int_eq(join(go_on(io, start_in_scope, io, -1)), -ETIMEDOUT);
+    io_end(io);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("task");
     SP_TEST_CASE(s, "handles", 30, NULL, NULL, go_join_result_and_name,
                  stale_handle_never_reaches_another_task, join_times_out_then_succeeds);
+    SP_TEST_CASE(s, "deadlines", 30, NULL, NULL, deadline_scope_ends_every_wait,
+                 deadline_inherited_by_tasks_and_groups);
     TCase *tc = tcase_create("wakes");
     tcase_set_timeout(tc, 30);
     tcase_add_loop_test(tc, wake_is_kept_across_every_wait_kind, 0, W_KINDS);

@@ -20,8 +20,13 @@
  *
  * Failure: a job fails by returning non-zero. The first failure (or
  * sp_group_cancel) cancels every job not started yet: they never run.
- * Jobs already running are not interrupted; they may poll
- * sp_group_cancelled() to stop early.
+ * Jobs already running are interrupted (sp_fiber_interrupt with
+ * ECANCELED, task.h): the wait they are in, or their next one, fails with
+ * -ECANCELED. Code that waits without blocking calls may poll
+ * sp_group_cancelled() instead.
+ *
+ * Deadlines: a group created inside a deadline scope (task.h) runs each
+ * job inside that deadline.
  *
  * Dependencies form a DAG: an edge that would close a cycle is refused
  * with -EDEADLK when it is added, so a started group can never deadlock on
@@ -74,8 +79,8 @@ int sp_group_depend(sp_group_t *g, int job, int dep);
 
 /* Start running jobs. 0, -EALREADY, -ECANCELED. */
 int sp_group_start(sp_group_t *g);
-/* Cancel every job not started yet. 0, or -EALREADY if the group had
- * already failed or been cancelled. */
+/* Cancel every job not started yet and interrupt the running ones. 0, or
+ * -EALREADY if the group had already failed or been cancelled. */
 int sp_group_cancel(sp_group_t *g);
 /* True once a job failed or the group was cancelled: for running jobs. */
 bool sp_group_cancelled(sp_group_t *g);

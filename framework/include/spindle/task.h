@@ -17,6 +17,14 @@
  * started with sp_schedule) is valid only while that task runs; take a
  * reference with sp_fiber_ref() to keep it longer.
  *
+ * Deadlines: inside sp_deadline_push(&scope, at) ... sp_deadline_pop(&scope)
+ * every wait of the calling fiber ends with -ETIMEDOUT at `at` (hooked
+ * libc calls: -1 with errno ETIMEDOUT; the sleep family EINTR), as if
+ * interrupted then. Scopes nest (an inner one never extends an outer
+ * one); tasks started with sp_go and groups created inside a scope
+ * inherit its deadline. On a scheduler without an IOManager a deadline is
+ * checked when each wait starts, not during the wait.
+ *
  * Interrupts: sp_fiber_interrupt(f, err) ends the wait f is in (fd, sleep,
  * park, mutex, condition, semaphore, channel, group, join,
  * sp_run_blocking) with -err; inside hooked libc calls, -1 with errno =
@@ -29,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "spindle/fiber.h"
 #include "spindle/scheduler.h"
@@ -63,6 +72,20 @@ void sp_fiber_unref(sp_fiber_t *f);
 /* End f's current wait (or its next one) with -err (err > 0). Safe from
  * any thread. 0, -EINVAL, -ESRCH (f has finished). */
 int sp_fiber_interrupt(sp_fiber_t *f, int err);
+
+/* A deadline scope, on the caller's stack. */
+typedef struct sp_deadline {
+    uint64_t prev_ns; /* private: the enclosing scope's deadline */
+} sp_deadline_t;
+
+/* In a task fiber: waits end with -ETIMEDOUT at abs_ns (sp_now_ns()'s
+ * clock) or the enclosing deadline, whichever is first, until the
+ * matching sp_deadline_pop. 0, -EINVAL (abs_ns 0), -EPERM outside a task
+ * fiber. */
+int sp_deadline_push(sp_deadline_t *scope, uint64_t abs_ns);
+void sp_deadline_pop(sp_deadline_t *scope);
+/* The calling fiber's deadline (abs ns), or 0 for none. */
+uint64_t sp_deadline_current(void);
 
 #ifdef __cplusplus
 }

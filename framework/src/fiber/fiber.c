@@ -124,6 +124,7 @@ void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
     atomic_store_explicit(&f->refs, 1, memory_order_relaxed);
     atomic_store_explicit(&f->uwake, 0, memory_order_relaxed);
     atomic_store_explicit(&f->intr, 0, memory_order_relaxed);
+    f->deadline_ns = 0;
     f->result = 0;
     f->finished = false;
     sp__spin_init(&f->done_lock);

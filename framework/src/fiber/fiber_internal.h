@@ -46,6 +46,8 @@ struct sp_fiber {
     _Atomic int wait_busy;      /* takers of cur_wait still ending it */
     _Atomic int uwake;          /* an sp_wake() not yet taken by sp_park() */
     _Atomic int intr;           /* a pending interrupt's errno; 0 = none */
+    uint64_t deadline_ns;       /* the innermost deadline scope's (task.h);
+                                 * 0 = none */
     _Atomic int refs;           /* holders; the last one frees or recycles */
     int (*go_fn)(void *);       /* sp_go's function, run by go_main */
     int result;                 /* its result code */

@@ -115,6 +115,23 @@ static bool iom_may_leave(sp_scheduler_t *s, int worker)
            sp__io_drop_idle(io, worker);
 }
 
+/* Deadline scopes' timers (scheduler_internal.h): inline, on the calling
+ * worker's heap, so their callbacks run on the waiting fiber's thread. */
+static int iom_timer_add(sp_scheduler_t *s, uint64_t delay_ns, void (*fn)(void *),
+                         void *arg, uint64_t *id)
+{
+    sp__worker_t *self = sp__sched_self(s);
+    if (!self)
+        return -EPERM;
+    return sp__timer_add_inline(sp__iom_timer_heap(sp__iom_of(s), self->index),
+                                delay_ns, fn, arg, id);
+}
+
+static void iom_timer_cancel(sp_scheduler_t *s, uint64_t id)
+{
+    sp_timer_cancel(sp__iom_of(s), id);
+}
+
 /* The heap and inbox of slot `index`; no loop yet. `gone`: no thread will
  * run it until iom_spawn. */
 static iom_worker_t *slot_new(sp_scheduler_t *s, int index, bool gone)
@@ -232,6 +249,8 @@ sp_iomanager_t *sp_iomanager_create(const char *name, int threads,
     io->s.ops.resize = iom_resize;
     io->s.ops.spawn = iom_spawn;
     io->s.ops.may_leave = iom_may_leave;
+    io->s.ops.timer_add = iom_timer_add;
+    io->s.ops.timer_cancel = iom_timer_cancel;
     io->s.has_io = true;
     sp__hook_connect();
     rc = iom_resize(&io->s, threads);

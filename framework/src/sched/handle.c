@@ -30,6 +30,7 @@ int sp_go(sp_scheduler_t *s, sp_task_fn fn, void *arg,
     if (!f)
         return -errno;
     f->go_fn = fn;
+    f->deadline_ns = sp__thread()->current->deadline_ns; /* inherited */
     if (out) /* the handle's, taken before the task can run and finish */
         atomic_store(&f->refs, 2);
     int rc = sp_schedule_fiber(s, f, opts->bound ? opts->worker : SP_ANY_WORKER);

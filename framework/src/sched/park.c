@@ -1,5 +1,6 @@
-/* The user's park/wake token and interruption, on top of the scheduler's
- * own park (worker.c) and the generic waiter (waiter.c).
+/* The user's park/wake token, interruption and deadline scopes, on top of
+ * the scheduler's own park (worker.c) and the generic waiter (waiter.c),
+ * which ends a wait at its fiber's deadline.
  *
  * sp_park() is a wait like any other (a published waiter), so an
  * interrupt ends it too. Its token, f->uwake, is the user's alone: the
@@ -9,6 +10,7 @@
 #include <errno.h>
 
 #include "scheduler_internal.h"
+#include "spindle/task.h"
 
 /* A fiber of a scheduler that has not finished: the one thing wakes and
  * interrupts may touch. */
@@ -62,4 +64,28 @@ int sp_fiber_interrupt(sp_fiber_t *f, int err)
     atomic_store(&f->intr, err);
     sp__fiber_deliver_interrupt(f);
     return 0;
+}
+
+int sp_deadline_push(sp_deadline_t *scope, uint64_t abs_ns)
+{
+    sp__thread_t *t = sp__thread();
+    struct sp_fiber *f = t->current;
+    if (!scope || !abs_ns)
+        return -EINVAL;
+    if (f == &t->root || !f->sched)
+        return -EPERM;
+    scope->prev_ns = f->deadline_ns;
+    if (!f->deadline_ns || abs_ns < f->deadline_ns)
+        f->deadline_ns = abs_ns; /* an inner scope never extends an outer one */
+    return 0;
+}
+
+void sp_deadline_pop(sp_deadline_t *scope)
+{
+    sp__thread()->current->deadline_ns = scope->prev_ns;
+}
+
+uint64_t sp_deadline_current(void)
+{
+    return sp__thread()->current->deadline_ns;
 }

@@ -37,6 +37,13 @@ typedef struct sp__sched_ops {
      * or homed there: whether the extension no longer needs it (false:
      * it stays, and asks again the next time it runs out of work). */
     bool (*may_leave)(sp_scheduler_t *s, int worker);
+    /* Optional, for deadline scopes (task.h): a one-shot timer on the
+     * calling worker, whose callback runs on that worker's thread; 0 or
+     * -errno. Its cancel fails only once the callback has run. Without
+     * them a deadline is checked when a wait starts, not during it. */
+    int (*timer_add)(sp_scheduler_t *s, uint64_t delay_ns, void (*fn)(void *),
+                     void *arg, uint64_t *id);
+    void (*timer_cancel)(sp_scheduler_t *s, uint64_t id);
 } sp__sched_ops_t;
 
 /* A busy worker ticks after at least this many tasks, and never before it

@@ -14,6 +14,9 @@
  * the other side publishes its flag before looking at cur_wait: one of
  * the two always sees the other.
  */
+#include <errno.h>
+
+#include "base/clock.h"
 #include "scheduler_internal.h"
 
 void sp__waiter_init(sp__waiter_t *w)
@@ -153,12 +156,36 @@ static void early_end(struct sp_fiber *f, sp__waiter_t *w)
         sp__fiber_end_wait(f, true, 0);
 }
 
+static void deadline_passed(void *f)
+{
+    sp__fiber_end_wait(f, false, -ETIMEDOUT);
+}
+
+/* The fiber's deadline scope (task.h) over a published wait: end it now
+ * if the deadline has passed, else arm a timer on this worker that ends
+ * it then (its id in *tid; 0: none). */
+static void arm_deadline(struct sp_fiber *f, uint64_t *tid)
+{
+    uint64_t now = sp__now_ns();
+    sp_scheduler_t *s = f->sched;
+    int rc = 0;
+    if (now >= f->deadline_ns)
+        rc = -ETIMEDOUT;
+    else if (s->ops.timer_add)
+        rc = s->ops.timer_add(s, f->deadline_ns - now, deadline_passed, f, tid);
+    if (rc < 0)
+        sp__fiber_end_wait(f, false, rc);
+}
+
 void sp__waiter_wait(sp__waiter_t *w)
 {
     struct sp_fiber *f = w->fiber;
+    uint64_t tid = 0;
     if (w->cancel) {
         atomic_store(&f->cur_wait, (uintptr_t)w | w->park);
         early_end(f, w);
+        if (f->deadline_ns)
+            arm_deadline(f, &tid);
     }
     while (!atomic_load(&w->delivered)) {
         if (atomic_load(&w->promised))
@@ -166,6 +193,9 @@ void sp__waiter_wait(sp__waiter_t *w)
         else
             sp__park();
     }
+    /* It runs on this thread: once cancel fails, it has completed. */
+    if (tid)
+        f->sched->ops.timer_cancel(f->sched, tid);
     /* Taken by someone else: they may still be in w->cancel. */
     if (w->cancel && !atomic_exchange(&f->cur_wait, 0))
         while (atomic_load(&f->wait_busy))

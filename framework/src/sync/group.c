@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "spindle/group.h"
+#include "spindle/task.h"
 #include "spindle/sync.h"
 
 enum { PENDING, READY, SCHEDULED, OK, FAILED, CANCELLED };
@@ -41,6 +42,9 @@ typedef struct job {
     ids_t dependents;   /* who waits for it: released when it succeeds */
     int rprev, rnext;   /* ready FIFO links (ids), -1 = none */
     struct job *launch; /* to-schedule list, built under lk */
+    sp_fiber_t *fiber;  /* under lk: its fiber while it runs */
+    sp_fiber_t *interrupt; /* cancel_locked's referenced copy of fiber */
+    struct job *inext;  /* cancel_locked's list of running jobs */
 } job_t;
 
 struct sp_group {
@@ -54,6 +58,8 @@ struct sp_group {
     bool started, cancelled;
     int fail_job, fail_code;
     int running, succeeded, failed, ncancelled;
+    int interrupting; /* cancels still interrupting running jobs */
+    uint64_t deadline_ns; /* its creator's deadline scope: the jobs' */
     unsigned *mark; /* cycle check: visited stamps, one per job */
     unsigned stamp;
     sp__wq_t waiters;
@@ -88,6 +94,7 @@ sp_group_t *sp_group_create(sp_scheduler_t *s, const char *name, int limit)
     g->limit = limit;
     g->rhead = g->rtail = -1;
     g->fail_job = -1;
+    g->deadline_ns = sp_deadline_current();
     return g;
 }
 
@@ -156,17 +163,26 @@ static void fill_slots(sp_group_t *g, job_t **launch)
 
 static bool complete(const sp_group_t *g)
 {
-    return g->succeeded + g->failed + g->ncancelled == g->njobs;
+    return g->succeeded + g->failed + g->ncancelled == g->njobs && !g->interrupting;
 }
 
-/* The first failure (or a cancel): no job that has not started ever will. */
-static void cancel_locked(sp_group_t *g, int job, int code)
+/* The first failure (or a cancel): no job that has not started ever will,
+ * and the running ones are interrupted (ECANCELED) once lk is released:
+ * their fibers, each with a reference, are pushed on *running. */
+static void cancel_locked(sp_group_t *g, int job, int code, job_t **running)
 {
     g->cancelled = true;
     g->fail_job = job;
     g->fail_code = code;
     for (int i = 0; i < g->njobs; i++) {
         job_t *j = g->jobs[i];
+        if (j->fiber) {
+            g->interrupting += !*running; /* once: see interrupt_running */
+            sp_fiber_ref(j->fiber);
+            j->interrupt = j->fiber;
+            j->inext = *running;
+            *running = j;
+        }
         if (j->state == READY)
             ready_remove(g, j);
         if (j->state == READY || j->state == PENDING) {
@@ -187,13 +203,36 @@ static void release_waiters(sp_group_t *g, sp__dlist_t *d)
 
 static void launch_all(sp_group_t *g, job_t *list);
 
+/* After cancel_locked, lk released: interrupt the jobs it found running
+ * (a job that has ended meanwhile gets -ESRCH, harmlessly). The group is
+ * not complete until this is done, so no waiter can destroy it (and the
+ * jobs) under us. */
+static void interrupt_running(sp_group_t *g, job_t *list)
+{
+    if (!list)
+        return;
+    while (list) {
+        job_t *j = list;
+        list = j->inext;
+        sp_fiber_interrupt(j->interrupt, ECANCELED);
+        sp_fiber_unref(j->interrupt);
+    }
+    sp__dlist_t d = {NULL};
+    sp__spin_lock(&g->lk);
+    g->interrupting--;
+    release_waiters(g, &d);
+    sp__spin_unlock(&g->lk);
+    sp__dlist_deliver(&d);
+}
+
 /* A SCHEDULED job is over: ran (code), or cancelled before it ran. */
 static void finish(sp_group_t *g, job_t *j, int code, bool ran)
 {
-    job_t *launch = NULL;
+    job_t *launch = NULL, *running = NULL;
     sp__dlist_t d = {NULL};
     sp__spin_lock(&g->lk);
     g->running--;
+    j->fiber = NULL;
     if (!ran) {
         j->state = CANCELLED;
         g->ncancelled++;
@@ -209,11 +248,12 @@ static void finish(sp_group_t *g, job_t *j, int code, bool ran)
         j->state = FAILED;
         g->failed++;
         if (!g->cancelled)
-            cancel_locked(g, j->id, code);
+            cancel_locked(g, j->id, code, &running);
     }
     fill_slots(g, &launch);
     release_waiters(g, &d);
     sp__spin_unlock(&g->lk);
+    interrupt_running(g, running);
     launch_all(g, launch); /* empty once complete: g is not touched */
     sp__dlist_deliver(&d);
 }
@@ -224,8 +264,17 @@ static void run_job(void *arg)
     sp_group_t *g = j->g;
     sp__spin_lock(&g->lk);
     bool go = !g->cancelled; /* cancelled while queued: never runs */
+    if (go)
+        j->fiber = sp_fiber_current();
     sp__spin_unlock(&g->lk);
-    int code = go ? j->fn(j->arg) : 0;
+    int code = 0;
+    if (go) {
+        sp_deadline_t scope;
+        bool scoped = g->deadline_ns && sp_deadline_push(&scope, g->deadline_ns) == 0;
+        code = j->fn(j->arg);
+        if (scoped)
+            sp_deadline_pop(&scope);
+    }
     finish(g, j, code, go);
 }
 
@@ -412,11 +461,13 @@ int sp_group_cancel(sp_group_t *g)
 {
     sp__dlist_t d = {NULL};
     sp__spin_lock(&g->lk);
+    job_t *running = NULL;
     int rc = g->cancelled ? -EALREADY : 0;
     if (!g->cancelled)
-        cancel_locked(g, -1, 0);
+        cancel_locked(g, -1, 0, &running);
     release_waiters(g, &d);
     sp__spin_unlock(&g->lk);
+    interrupt_running(g, running);
     sp__dlist_deliver(&d);
     return rc;
 }
