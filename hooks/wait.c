@@ -4,20 +4,39 @@
  * exactly what the kernel says; getaddrinfo runs on a helper thread. */
 #include <errno.h>
 #include <string.h>
+#include <threads.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hook_internal.h"
 
+/* Park for ns, rounded up to the microsecond: a sleep never ends early
+ * (sylar turned usleep(500) into a 0 ms timer). 0 or a negative errno. A
+ * fiber's sleep is not cut short by signals, so no hook here ever reports
+ * EINTR and, as the kernel does on success, none writes a remaining time. */
+static int park_ns(const sp__hook_bridge_t *b, uint64_t ns)
+{
+    return b->sleep_us((ns + 999) / 1000);
+}
+
 static int sleep_ns(const sp__hook_bridge_t *b, uint64_t ns)
 {
-    /* Round up: a sleep never ends early (sylar turned usleep(500) into a
-     * 0 ms timer). */
-    int rc = b->sleep_us((ns + 999) / 1000);
+    int rc = park_ns(b, ns);
     if (rc < 0) {
         errno = -rc;
         return -1;
     }
     return 0;
+}
+
+static bool valid_ts(const struct timespec *ts)
+{
+    return ts && ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
+}
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
 unsigned sleep(unsigned seconds)
@@ -41,13 +60,53 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
     const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->nanosleep(req, rem);
-    if (!req || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) {
+    if (!valid_ts(req)) {
         errno = EINVAL;
         return -1;
     }
-    /* A fiber's sleep is not cut short by signals, so on success, as for
-     * the kernel, *rem is left alone. */
-    return sleep_ns(b, (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec);
+    return sleep_ns(b, ts_ns(req));
+}
+
+/* Until `clock` reads `at` or later. The timers run on the monotonic
+ * clock: a wall clock set back meanwhile is found still short when the
+ * timer ends, and slept again. */
+static int sleep_until(const sp__hook_bridge_t *b, clockid_t clock,
+                       const struct timespec *at)
+{
+    for (;;) {
+        struct timespec now;
+        clock_gettime(clock, &now);
+        uint64_t t = ts_ns(&now), end = ts_ns(at);
+        if (t >= end)
+            return 0;
+        int rc = park_ns(b, end - t);
+        if (rc < 0)
+            return -rc;
+    }
+}
+
+/* POSIX: the error number is the result (errno is left alone). Monotonic
+ * and wall-clock sleeps park; other clocks (CPU time, boot time) are the
+ * kernel's. */
+int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                    struct timespec *rem)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
+        return sp__real()->clock_nanosleep(clock, flags, req, rem);
+    if (!valid_ts(req))
+        return EINVAL;
+    if (flags & TIMER_ABSTIME)
+        return sleep_until(b, clock, req);
+    return -park_ns(b, ts_ns(req));
+}
+
+/* C11: 0, -1 when a signal interrupted it, another negative value on an
+ * error; a relative sleep on the wall clock, as glibc's. */
+int thrd_sleep(const struct timespec *duration, struct timespec *remaining)
+{
+    int rc = clock_nanosleep(CLOCK_REALTIME, 0, duration, remaining);
+    return rc == 0 ? 0 : rc == EINTR ? -1 : -2;
 }
 
 static int remaining_ms(uint64_t deadline)
