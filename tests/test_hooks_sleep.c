@@ -206,13 +206,15 @@ START_TEST(thread_eintr_and_remaining)
     interrupted_t rel = {.kind = 0}, abs = {.kind = 1}, c = {.kind = 2};
     interrupt(&rel);
     ck_assert_int_eq(rel.rc, EINTR);
-    ck_assert(rel.rem.tv_sec >= 0 && rel.rem.tv_sec < 10);
+    /* Written; the kernel's count can exceed the request by its timer
+     * slack when the signal comes at once. */
+    ck_assert(rel.rem.tv_sec >= 0 && rel.rem.tv_sec <= 10);
     interrupt(&abs);
     ck_assert_int_eq(abs.rc, EINTR);
     ck_assert_int_eq(abs.rem.tv_sec, -1); /* absolute: untouched */
     interrupt(&c);
     ck_assert_int_eq(c.rc, -1);
-    ck_assert(c.rem.tv_sec >= 0 && c.rem.tv_sec < 10);
+    ck_assert(c.rem.tv_sec >= 0 && c.rem.tv_sec <= 10);
 }
 END_TEST
 
