@@ -116,6 +116,7 @@ int sb_pingpong(long round_trips);
 int sb_timers(long timers);
 int sb_tickle(long samples);
 int sb_sleepers(long fibers);
+int sb_lateness(long fibers);
 int sb_hooked_rw(long pairs);
 int sb_sync(long iterations);
 int sb_monitor(long yields);

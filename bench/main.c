@@ -9,6 +9,7 @@
  *   spindle-bench timers [timers]        timer insert + cancel
  *   spindle-bench tickle [samples]       wake-up latency of a sleeping worker
  *   spindle-bench sleepers [fibers]      hooked sleep() in many fibers
+ *   spindle-bench lateness [fibers]      how late sleeps end: fibers vs a thread
  *   spindle-bench hooked_rw [pairs]      hooked read/write vs raw syscalls
  *   spindle-bench sync [iterations]      fiber mutex and channel costs
  *   spindle-bench monitor [yields]       hot-path cost of the blocking monitor
@@ -41,6 +42,7 @@ static const bench_t benches[] = {
     {"timers", sb_timers, 1000000, "timers"},
     {"tickle", sb_tickle, 10000, "samples"},
     {"sleepers", sb_sleepers, 1000, "fibers"},
+    {"lateness", sb_lateness, 10000, "fibers"},
     {"hooked_rw", sb_hooked_rw, 1000000, "pairs"},
     {"sync", sb_sync, 1000000, "iterations"},
     {"monitor", sb_monitor, 2000000, "yields"},

@@ -24,7 +24,7 @@ source "$root/bench/servers.sh"
 command -v perf >/dev/null || { echo "perf not installed" >&2; exit 1; }
 
 calls=(read write readv writev recvfrom sendto recvmsg sendmsg epoll_wait epoll_ctl
-       poll accept4 close)
+       timerfd_settime poll accept4 close)
 events=cpu-clock
 for c in "${calls[@]}"; do events+=",syscalls:sys_enter_$c"; done
 

@@ -26,6 +26,7 @@ static void resolve(void)
     LOAD(sleep);
     LOAD(usleep);
     LOAD(nanosleep);
+    LOAD(clock_nanosleep);
     LOAD(socket);
     LOAD(connect);
     LOAD(accept);

@@ -17,6 +17,8 @@ typedef struct sp__real {
     unsigned (*sleep)(unsigned);
     int (*usleep)(useconds_t);
     int (*nanosleep)(const struct timespec *, struct timespec *);
+    int (*clock_nanosleep)(clockid_t, int, const struct timespec *,
+                           struct timespec *);
     int (*socket)(int, int, int);
     int (*connect)(int, const struct sockaddr *, socklen_t);
     int (*accept)(int, struct sockaddr *, socklen_t *);

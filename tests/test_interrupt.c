@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spindle/group.h>
@@ -24,7 +25,7 @@
 /* ---- every wait kind ---------------------------------------------------- */
 
 enum {
-    K_SLEEP, K_USLEEP, K_READ, K_IO_WAIT, K_PARK, K_SEM, K_MUTEX, K_COND,
+    K_SLEEP, K_USLEEP, K_NANOSLEEP, K_CLOCK_NANOSLEEP, K_READ, K_IO_WAIT, K_PARK, K_SEM, K_MUTEX, K_COND,
     K_CHAN, K_JOIN, K_GROUP, K_BLOCKING, K_KINDS
 };
 
@@ -70,6 +71,16 @@ static int wait_kind(target_t *t)
     switch (t->kind) {
     case K_SLEEP: return sp_sleep_us(60 * 1000000ull);
     case K_USLEEP: return usleep(60 * 1000000) == 0 ? 0 : -errno;
+    case K_NANOSLEEP: {
+        struct timespec req = {60, 0}, rem = {0, 0};
+        int rc = nanosleep(&req, &rem) == 0 ? 0 : -errno;
+        /* Cut short: the time left, as for a signal. */
+        return rc == -EINTR && rem.tv_sec > 0 && rem.tv_sec <= 60 ? rc : -EPROTO;
+    }
+    case K_CLOCK_NANOSLEEP: { /* returns the error number */
+        struct timespec req = {60, 0};
+        return -clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
+    }
     case K_READ: return read(t->fds[0], &c, 1) >= 0 ? 0 : -errno;
     case K_IO_WAIT: return sp_io_wait(t->fds[0], SP_IO_READ, SP_FOREVER);
     case K_PARK: return sp_park();
@@ -177,7 +188,8 @@ START_TEST(interrupt_ends_every_wait_kind)
     }
     int rc = join(f);
     /* Hooked calls fail with errno = err; the sleep family with EINTR. */
-    ck_assert_int_eq(rc, kind == K_USLEEP ? -EINTR : -ECANCELED);
+    bool sleep_family = kind == K_USLEEP || kind == K_NANOSLEEP || kind == K_CLOCK_NANOSLEEP;
+    ck_assert_int_eq(rc, sleep_family ? -EINTR : -ECANCELED);
     if (kind == K_COND)
         ck_assert(t.cond_relocked); /* the mutex was held again */
     target_teardown(&t);

@@ -1,5 +1,6 @@
 /* IOManager: a scheduler whose idle workers block in their own libev loop
- * (fd events live in io_event.c, timers in timer.c).
+ * (fd events live in io_event.c, timers in timer.c, how a poll ends at
+ * the earliest timer in timer_wake.c).
  *
  * Kicks use the same fence protocol as the scheduler's tickle: leave work,
  * fence, then write the pipe only if the worker is idle; an idle worker
@@ -48,13 +49,6 @@ static void on_pipe(struct ev_loop *loop, ev_io *io, int revents)
         ;
 }
 
-static void on_wake_timer(struct ev_loop *loop, ev_timer *t, int revents)
-{
-    (void)loop;
-    (void)t;
-    (void)revents; /* only ends ev_run; timers are expired after it */
-}
-
 static void poll_once(sp_scheduler_t *s, int worker, bool block)
 {
     sp_iomanager_t *io = sp__iom_of(s);
@@ -66,17 +60,11 @@ static void poll_once(sp_scheduler_t *s, int worker, bool block)
      * worker never tickles itself). Then this poll does not block: the
      * worker goes round once more and sleeps on its next poll. */
     bool looked = sp__io_drain_inbox(io, worker);
-    int64_t next = sp__timer_heap_next(&x->timers);
-    if (block && next != 0 && !looked) {
-        if (next > 0) {
-            /* Round up to whole microseconds: never wake before the
-             * deadline (early wake-ups just re-arm). */
-            ev_now_update(x->loop);
-            ev_timer_set(&x->wake_timer, (double)(next + 999) / 1e9, 0.);
-            ev_timer_start(x->loop, &x->wake_timer);
-        }
+    uint64_t first = block && !looked ? sp__timer_heap_first(&x->timers) : 0;
+    if (block && !looked && (!first || first > sp__now_ns())) {
+        sp__wake_before(x, first);
         ev_run(x->loop, EVRUN_ONCE);
-        ev_timer_stop(x->loop, &x->wake_timer);
+        sp__wake_after(x);
     } else {
         ev_run(x->loop, EVRUN_NOWAIT);
     }
@@ -140,7 +128,7 @@ static iom_worker_t *slot_new(sp_scheduler_t *s, int index, bool gone)
     if (!x)
         return NULL;
     memset(x, 0, sizeof *x);
-    x->pipe_rd = x->pipe_wr = -1;
+    x->pipe_rd = x->pipe_wr = x->tfd = -1;
     atomic_init(&x->inbox, NULL);
     pthread_mutex_init(&x->inbox_lock, NULL);
     pthread_mutex_init(&x->watches_lock, NULL);
@@ -154,8 +142,8 @@ static iom_worker_t *slot_new(sp_scheduler_t *s, int index, bool gone)
     return x;
 }
 
-/* The loop and the tickle pipe; on failure the slot is left without both,
- * so a later attempt starts clean. */
+/* The loop, the tickle pipe and the timer wake-up; on failure the slot is
+ * left without any of them, so a later attempt starts clean. */
 static int slot_open(iom_worker_t *x)
 {
     int p[2];
@@ -169,13 +157,20 @@ static int slot_open(iom_worker_t *x)
         close(p[1]);
         return -ENOMEM;
     }
+    int rc = sp__wake_open(x);
+    if (rc < 0) {
+        ev_loop_destroy(x->loop);
+        x->loop = NULL;
+        close(p[0]);
+        close(p[1]);
+        return rc;
+    }
     x->pipe_rd = p[0];
     x->pipe_wr = p[1];
     ev_set_userdata(x->loop, x);
     ev_set_invoke_pending_cb(x->loop, sp__io_invoke_pending);
     ev_io_init(&x->pipe_io, on_pipe, x->pipe_rd, EV_READ);
     ev_io_start(x->loop, &x->pipe_io);
-    ev_init(&x->wake_timer, on_wake_timer);
     return 0;
 }
 
@@ -185,6 +180,7 @@ static void slot_free(iom_worker_t *x)
     pthread_mutex_destroy(&x->watches_lock);
     if (x->loop)
         ev_loop_destroy(x->loop);
+    sp__wake_close(x);
     if (x->pipe_rd >= 0) {
         close(x->pipe_rd);
         close(x->pipe_wr);

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/list.h"
 #include "fd_table.h"
 #include "sched/scheduler_internal.h"
@@ -29,7 +30,12 @@ typedef struct iom_worker {
     struct ev_loop *loop; /* NULL until the slot's first thread */
     int pipe_rd, pipe_wr; /* -1 until then */
     ev_io pipe_io;
+    /* The wake-up for the earliest timer (timer_wake.c): libev's timeout
+     * for a far deadline, a timerfd for a near one. Owner thread. */
     ev_timer wake_timer;
+    ev_io tfd_io;
+    int tfd;         /* -1 until the loop exists */
+    uint64_t tfd_at; /* the deadline the timerfd is armed to, 0 = none */
     _Atomic(struct sp__io_watch *) inbox; /* watches for the owner to act on */
     pthread_mutex_t inbox_lock;          /* pushes versus the worker ending */
     bool gone;                           /* no thread runs it: no inbox */
@@ -54,6 +60,14 @@ typedef struct iom_worker {
     struct sp__io_watch *batch[READY_BATCH];
     unsigned nbatch;
 } iom_worker_t;
+
+/* The worker's timer wake-up, on its new loop: 0 or -errno. */
+int sp__wake_open(iom_worker_t *x);
+void sp__wake_close(iom_worker_t *x);
+/* Before a blocking ev_run: make it end by `first`, the earliest deadline
+ * (ns, in the future; 0 = none). After it: sp__wake_after. */
+void sp__wake_before(iom_worker_t *x, uint64_t first);
+void sp__wake_after(iom_worker_t *x);
 
 /* The loop's invoke step (ev_set_invoke_pending_cb): libev's callbacks,
  * then the batch they noted. */

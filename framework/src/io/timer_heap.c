@@ -244,20 +244,16 @@ void sp__timer_heap_fini(sp__timer_heap_t *h)
     pthread_mutex_destroy(&h->lock);
 }
 
-int64_t sp__timer_heap_next(sp__timer_heap_t *h)
+uint64_t sp__timer_heap_first(sp__timer_heap_t *h)
 {
     /* Only the owner adds inline timers; others add under the lock and then
      * kick the owner, so a stale zero here is followed by a wake-up. */
     if (!atomic_load_explicit(&h->armed, memory_order_relaxed))
-        return -1;
+        return 0;
     pthread_mutex_lock(&h->lock);
-    int64_t d = -1;
-    if (h->nheap) {
-        uint64_t dl = h->slots[h->heap[0]].deadline, now = sp_now_ns();
-        d = dl > now ? (int64_t)(dl - now) : 0;
-    }
+    uint64_t first = h->nheap ? h->slots[h->heap[0]].deadline : 0;
     pthread_mutex_unlock(&h->lock);
-    return d;
+    return first;
 }
 
 typedef struct due {

@@ -33,8 +33,8 @@ typedef struct sp__timer_heap {
 int sp__timer_heap_init(sp__timer_heap_t *h, struct sp_scheduler *s,
                         int worker);
 void sp__timer_heap_fini(sp__timer_heap_t *h);
-/* Nanoseconds until the earliest deadline (0 if due), or -1 if none. */
-int64_t sp__timer_heap_next(sp__timer_heap_t *h);
+/* The earliest deadline (ns, sp_now_ns clock), or 0 if none. */
+uint64_t sp__timer_heap_first(sp__timer_heap_t *h);
 /* Run or schedule every due timer. Called by the owning worker only. */
 void sp__timer_heap_expire(sp__timer_heap_t *h);
 
