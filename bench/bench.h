@@ -111,6 +111,7 @@ int sb_switch(long round_trips);
 int sb_spawn(long tasks);
 int sb_parked(long fibers);
 int sb_wake(long round_trips);
+int sb_interrupt(long round_trips);
 int sb_idle(long seconds);
 int sb_pingpong(long round_trips);
 int sb_timers(long timers);

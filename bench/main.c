@@ -4,6 +4,7 @@
  *   spindle-bench spawn  [tasks]         spawn + run + exit of a task
  *   spindle-bench parked [fibers]        memory per parked fiber
  *   spindle-bench wake   [round_trips]   cross-worker park/wake
+ *   spindle-bench interrupt [round_trips] cross-worker interrupt of a park
  *   spindle-bench idle   [seconds]       CPU of an idle scheduler
  *   spindle-bench pingpong [round_trips] socketpair ping-pong: fibers vs libev
  *   spindle-bench timers [timers]        timer insert + cancel
@@ -37,6 +38,7 @@ static const bench_t benches[] = {
     {"switch", sb_switch, 10000000, "round_trips"},
     {"spawn", sb_spawn, 1000000, "tasks"},
     {"wake", sb_wake, 100000, "round_trips"},
+    {"interrupt", sb_interrupt, 100000, "round_trips"},
     {"idle", sb_idle, 2, "seconds"},
     {"pingpong", sb_pingpong, 200000, "round_trips"},
     {"timers", sb_timers, 1000000, "timers"},

@@ -235,27 +235,23 @@ static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
  * takes one more promise; a sole one (the hooks' wait without a timeout,
  * whose watch is its only waker) is taken off its watch under the fd's
  * lock, as the poll would, so it keeps a single waker. */
-static bool cancel_wait(sp__waiter_t *base, int result)
+static int cancel_wait(sp__waiter_t *base, int result)
 {
     io_waiter_t *waiter = (io_waiter_t *)(void *)base;
-    bool decided;
     if (!base->sole) {
-        decided = sp__waiter_promise(base, result);
-        waiter->interrupted = decided;
-        sp__waiter_deliver(base, true);
-        return decided;
+        int r = sp__waiter_cancel_promise(base, result);
+        waiter->interrupted = r == SP_CANCEL_DECIDED;
+        return r;
     }
     const armed_t *a = waiter->armed;
     taken_t t;
     sp__spin_lock(&a->ctx->lock);
     sp__io_watch_t *w = a->ctx->watch[a->dir];
-    decided = w && w->waiter == waiter && w->seq == a->seq && take(w, result, false, &t);
+    bool decided = w && w->waiter == waiter && w->seq == a->seq && take(w, result, false, &t);
     if (decided)
         waiter->interrupted = true;
     sp__spin_unlock(&a->ctx->lock);
-    if (decided)
-        deliver(&t);
-    return decided;
+    return decided ? SP_CANCEL_DECIDED : SP_CANCEL_LATE; /* the caller wakes it */
 }
 
 static void on_wait_timeout(void *waiter)

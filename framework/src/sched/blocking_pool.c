@@ -63,15 +63,14 @@ static void *helper(void *unused)
 }
 
 /* An interrupt: the fiber leaves now, the helper frees the job later. */
-static bool abandon(sp__waiter_t *w, int result)
+static int abandon(sp__waiter_t *w, int result)
 {
     job_t *j = (job_t *)(void *)w;
     int pending = JOB_PENDING;
     if (!atomic_compare_exchange_strong(&j->state, &pending, JOB_ABANDONED))
-        return false;
+        return SP_CANCEL_LATE;
     sp__waiter_promise(w, result);
-    sp__waiter_deliver(w, true);
-    return true;
+    return SP_CANCEL_DECIDED;
 }
 
 int sp_run_blocking(void (*fn)(void *), void *arg)

@@ -309,9 +309,11 @@ typedef struct sp__waiter {
     bool park; /* an sp_park(): sp_wake() ends it */
     /* How to end this wait early with `result` (an interrupt, or a wake
      * for a park), or NULL if it cannot be. Called by whoever takes the
-     * wait from its fiber (sp__fiber_end_wait); true if `result` became
-     * the wait's result. */
-    bool (*cancel)(struct sp__waiter *w, int result);
+     * wait from its fiber (sp__fiber_end_wait), it only promises: the
+     * caller delivers (wakes) afterwards. SP_CANCEL_LATE: the wait had
+     * ended (no promise); SP_CANCEL_PROMISED: promised, but another
+     * waker's result stands; SP_CANCEL_DECIDED: `result` is the wait's. */
+    int (*cancel)(struct sp__waiter *w, int result);
 } sp__waiter_t;
 
 void sp__waiter_init(sp__waiter_t *w);
@@ -331,9 +333,10 @@ struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w);
 void sp__waiter_wait(sp__waiter_t *w);
 /* Wait until every promiser delivered; returns the wait's result. */
 int sp__waiter_settle(sp__waiter_t *w);
-/* A cancel function for waiters any number of wakers may reach: promise
- * the result and wake. */
-bool sp__waiter_cancel_promise(sp__waiter_t *w, int result);
+enum { SP_CANCEL_LATE, SP_CANCEL_PROMISED, SP_CANCEL_DECIDED };
+/* A cancel function for waiters any number of wakers may reach: one more
+ * promise. */
+int sp__waiter_cancel_promise(sp__waiter_t *w, int result);
 
 /* Take f's published wait (only an sp_park()'s when park_only) and end
  * it with result through its cancel function; true if that decided the

@@ -7,9 +7,10 @@
  * Ending a wait early (sp_wake for a park, sp_fiber_interrupt for any):
  * while it waits, a fiber publishes its waiter in f->cur_wait (bit 0: an
  * sp_park). Whoever takes it from there (an exchange to 0) calls its
- * cancel function, counted in f->wait_busy meanwhile; the fiber takes it
- * back the same way when the wait ends, and if someone else took it
- * first, waits for wait_busy to drop before the waiter goes away. The
+ * cancel function, counted in f->wait_busy until it has promised (or
+ * found the wait over); the fiber takes it back the same way when the
+ * wait ends, and if someone else took it first, waits for wait_busy to
+ * drop before it settles the waiter. The
  * fiber checks for a pending interrupt (or park wake) after publishing,
  * the other side publishes its flag before looking at cur_wait: one of
  * the two always sees the other.
@@ -49,11 +50,9 @@ bool sp__waiter_promise(sp__waiter_t *w, int result)
     return true;
 }
 
-bool sp__waiter_cancel_promise(sp__waiter_t *w, int result)
+int sp__waiter_cancel_promise(sp__waiter_t *w, int result)
 {
-    bool first = sp__waiter_promise(w, result);
-    sp__waiter_deliver(w, true);
-    return first;
+    return sp__waiter_promise(w, result) ? SP_CANCEL_DECIDED : SP_CANCEL_PROMISED;
 }
 
 /* Publishes everything the waker wrote: the waiter reads it once it sees
@@ -106,18 +105,24 @@ struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w)
 
 bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
 {
-    bool decided = false;
+    sp__waiter_t *w = NULL;
+    int r = SP_CANCEL_LATE;
     atomic_fetch_add(&f->wait_busy, 1);
     uintptr_t v = atomic_load(&f->cur_wait);
     while (v && (!park_only || (v & 1))) {
         if (atomic_compare_exchange_weak(&f->cur_wait, &v, 0)) {
-            sp__waiter_t *w = (sp__waiter_t *)(v & ~(uintptr_t)1);
-            decided = w->cancel(w, result);
+            w = (sp__waiter_t *)(v & ~(uintptr_t)1);
+            r = w->cancel(w, result);
             break;
         }
     }
+    /* Once promised, the waiter stays until delivered (its settle waits
+     * for that): the fiber need not wait for the wake-up that follows,
+     * which may tickle another thread. */
     atomic_fetch_sub(&f->wait_busy, 1);
-    return decided;
+    if (r != SP_CANCEL_LATE)
+        sp__waiter_deliver(w, true);
+    return r == SP_CANCEL_DECIDED;
 }
 
 int sp__fiber_take_interrupt(struct sp_fiber *f)

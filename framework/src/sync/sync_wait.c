@@ -131,13 +131,10 @@ void *sp__sync_self(void)
 
 /* sp_fiber_interrupt's way into a fiber's wait: claim it, as the timeout
  * does. */
-static bool cancel_wait(sp__waiter_t *waiter, int result)
+static int cancel_wait(sp__waiter_t *waiter, int result)
 {
     sp__wait_t *w = (sp__wait_t *)(void *)((char *)waiter - offsetof(sp__wait_t, w));
-    if (!sp__wait_claim(w, NULL, result))
-        return false;
-    sp__waiter_deliver(waiter, true);
-    return true;
+    return sp__wait_claim(w, NULL, result) ? SP_CANCEL_DECIDED : SP_CANCEL_LATE;
 }
 
 int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
