@@ -14,6 +14,7 @@
 #include <spindle/sync.h>
 #include <spindle/timer.h>
 
+#include "sync_internal.h" /* sp__group_set_cancel_hook */
 #include "testutil.h"
 
 static sp_scheduler_t *sched_new(int threads)
@@ -282,13 +283,16 @@ END_TEST
 static sp_group_t *wg_group;
 static _Atomic int fiber_wait_rc = 1, fiber_timeout_rc = 1;
 static sp_sem_t *release, *started;
+static atomic_bool blocked_over; /* blocked_job is past its wait */
 
 static int blocked_job(void *arg)
 {
     (void)arg;
     if (started) /* the test waits for this before it cancels */
         ck_assert_int_eq(sp_sem_post(started), 0);
-    return sp_sem_wait(release, SP_FOREVER);
+    int rc = sp_sem_wait(release, SP_FOREVER);
+    atomic_store(&blocked_over, true);
+    return rc;
 }
 
 static void waiting_fiber(void *arg)
@@ -388,7 +392,15 @@ static int spawner(void *arg)
 static void *destroy_thread(void *g)
 {
     sp_group_destroy(g);
-    return NULL;
+    return (void *)atomic_load(&blocked_over); /* the job ended first */
+}
+
+static sp_sem_t *cancelled;
+
+static void on_cancel(sp_group_t *g)
+{
+    (void)g;
+    ck_assert_int_eq(sp_sem_post(cancelled), 0);
 }
 
 /* Destroying a group with a job running cancels the jobs not started and
@@ -398,21 +410,24 @@ START_TEST(destroy_cancels_and_waits_for_running_jobs)
     sp_scheduler_t *s = sched_new(2);
     sp_group_t *g = start_blocked(s, "destroyed", 3);
     ck_assert_int_eq(sp_sem_wait(started, SP_FOREVER), 0);
+    cancelled = sp_sem_create(0);
+    sp__group_set_cancel_hook(on_cancel);
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, destroy_thread, g), 0);
     /* The group lives until its running job ends, which waits for us. */
-    uint64_t t0 = sp_now_ns();
-    while (!sp_group_cancelled(g)) {
-        ck_assert_uint_lt(sp_now_ns() - t0, 5000000000u);
-        usleep(1000);
-    }
+    ck_assert_int_eq(sp_sem_wait(cancelled, 5000000), 0);
+    ck_assert(sp_group_cancelled(g));
     ck_assert_int_eq(pthread_tryjoin_np(t, NULL), EBUSY); /* still waiting */
     ck_assert_int_eq(sp_sem_post(release), 0);
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    void *waited;
+    ck_assert_int_eq(pthread_join(t, &waited), 0);
+    ck_assert(waited);
     sched_end(s);
     sp_sem_destroy(started);
     started = NULL;
     sp_sem_destroy(release);
+    sp__group_set_cancel_hook(NULL);
+    sp_sem_destroy(cancelled);
 }
 END_TEST
 

@@ -23,6 +23,13 @@
 #include "spindle/group.h"
 #include "spindle/sync.h"
 
+static void (*cancel_hook)(sp_group_t *g);
+
+void sp__group_set_cancel_hook(void (*hook)(sp_group_t *g))
+{
+    cancel_hook = hook;
+}
+
 enum { PENDING, READY, SCHEDULED, OK, FAILED, CANCELLED };
 
 typedef struct ids {
@@ -417,6 +424,8 @@ int sp_group_cancel(sp_group_t *g)
         cancel_locked(g, -1, 0);
     release_waiters(g, &d);
     sp__spin_unlock(&g->lk);
+    if (cancel_hook) /* before the waiters, who may free g */
+        cancel_hook(g);
     sp__dlist_deliver(&d);
     return rc;
 }

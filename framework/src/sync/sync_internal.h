@@ -157,6 +157,12 @@ uint64_t sp__deadline(int64_t timeout_us);
 struct sp_mutex;
 void sp__mutex_set_fair(struct sp_mutex *m, bool fair);
 
+/* Tests only: hook (NULL: none) is called by sp_group_cancel once the group is
+ * cancelled (outside its lock). While a job still runs nothing else
+ * publishes a cancel, so a test would otherwise poll for it. */
+struct sp_group;
+void sp__group_set_cancel_hook(void (*hook)(struct sp_group *g));
+
 /* The identity of the calling context (its fiber, or the thread's root
  * pseudo-fiber): lock owners. */
 void *sp__sync_self(void);
