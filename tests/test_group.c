@@ -282,9 +282,11 @@ END_TEST
 static sp_group_t *wg_group;
 static _Atomic int fiber_wait_rc = 1, fiber_timeout_rc = 1;
 static sp_sem_t *release, *started;
+static atomic_bool blocked_over; /* blocked_job is past its wait */
 
 /* Interrupts a cancel sent to blocked_job (which waits on regardless). */
 static _Atomic int job_interrupts;
+static sp_sem_t *interrupted;
 
 static int blocked_job(void *arg)
 {
@@ -292,8 +294,12 @@ static int blocked_job(void *arg)
     if (started) /* the test waits for this before it cancels */
         ck_assert_int_eq(sp_sem_post(started), 0);
     int rc;
-    while ((rc = sp_sem_wait(release, SP_FOREVER)) == -ECANCELED)
+    while ((rc = sp_sem_wait(release, SP_FOREVER)) == -ECANCELED) {
         atomic_fetch_add(&job_interrupts, 1);
+        if (interrupted) /* the test waits for this: the cancel reached us */
+            ck_assert_int_eq(sp_sem_post(interrupted), 0);
+    }
+    atomic_store(&blocked_over, true);
     return rc;
 }
 
@@ -397,7 +403,7 @@ static int spawner(void *arg)
 static void *destroy_thread(void *g)
 {
     sp_group_destroy(g);
-    return NULL;
+    return (void *)atomic_load(&blocked_over); /* the job ended first */
 }
 
 /* Destroying a group with a job running cancels the jobs not started and
@@ -407,21 +413,24 @@ START_TEST(destroy_cancels_and_waits_for_running_jobs)
     sp_scheduler_t *s = sched_new(2);
     sp_group_t *g = start_blocked(s, "destroyed", 3);
     ck_assert_int_eq(sp_sem_wait(started, SP_FOREVER), 0);
+    interrupted = sp_sem_create(0);
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, destroy_thread, g), 0);
-    /* The group lives until its running job ends, which waits for us. */
-    uint64_t t0 = sp_now_ns();
-    while (!sp_group_cancelled(g)) {
-        ck_assert_uint_lt(sp_now_ns() - t0, 5000000000u);
-        usleep(1000);
-    }
+    /* The destroy's cancel interrupts the running job, which waits on: the
+     * group lives until it ends, which waits for us. */
+    ck_assert_int_eq(sp_sem_wait(interrupted, 5000000), 0);
+    ck_assert(sp_group_cancelled(g));
     ck_assert_int_eq(pthread_tryjoin_np(t, NULL), EBUSY); /* still waiting */
     ck_assert_int_eq(sp_sem_post(release), 0);
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    void *waited;
+    ck_assert_int_eq(pthread_join(t, &waited), 0);
+    ck_assert(waited);
     sched_end(s);
     sp_sem_destroy(started);
     started = NULL;
     sp_sem_destroy(release);
+    sp_sem_destroy(interrupted);
+    interrupted = NULL;
 }
 END_TEST
 

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <spindle/daemon.h>
 #include <spindle/http.h>
 #include <spindle/net.h>
 #include <spindle/tcp_server.h>
@@ -73,21 +74,14 @@ static int root_usable(const char *path, const char *show, char *msg, size_t len
     return 0;
 }
 
+/* As the daemon will find it (its directory may be missing if the one
+ * above it exists: the daemon creates one level). */
 static int pid_file_usable(const char *path, const char *show, char *msg, size_t len)
 {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    int rc = sp_daemon_pid_file_check(path);
+    if (rc == -EISDIR)
         return REFUSE("'%s' is a directory", show);
-    /* Its directory may be missing if the one above it exists: the daemon
-     * creates one level (run/spindled.pid in a fresh checkout). */
-    int err = no_parent(path);
-    if (err == ENOENT) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", path);
-        *strrchr(dir, '/') = '\0';
-        err = no_parent(dir);
-    }
-    return err ? REFUSE("the directory of '%s': %s", show, strerror(err)) : 0;
+    return rc ? REFUSE("the directory of '%s': %s", show, strerror(-rc)) : 0;
 }
 
 /* A path variable: "" (none) is fine; anything else is taken from the

@@ -94,6 +94,15 @@ void sp_daemon_block_signals(void);
 /* Wait for one of them (sigwait); returns the signal number. */
 int sp_daemon_wait_signal(void);
 
+/* Whether sp_daemon_run could keep its pid file at `path` (relative: from
+ * the current directory), as far as can be told before it runs, for a
+ * configuration check: 0; -EISDIR when it is a directory; else why its
+ * directory can neither be used nor created (one missing level is
+ * created: -ENOENT when the one above is missing too, -ENOTDIR, -EACCES,
+ * -ENAMETOOLONG...). The file's own checks (no symbolic link, ours, a
+ * safe directory) are made when it is opened. */
+int sp_daemon_pid_file_check(const char *path);
+
 /* The pid written in a pid file, or -1 (no file, no valid pid). Not for
  * the process holding the file: closing any descriptor of a file drops
  * that process's fcntl locks on it. */

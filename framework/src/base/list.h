@@ -2,7 +2,8 @@
  * each object, and a list of head and tail that is empty when zeroed, so
  * objects allocated with calloc or declared static need no set-up. Not
  * thread-safe: the owner of the list keeps it under its own lock.
- * sp__list_entry gives back the object a link is in. */
+ * sp__list_entry gives back the object a link is in. Also the reversal of
+ * a singly linked stack (pushed newest first) into arrival order. */
 #ifndef SP_BASE_LIST_H
 #define SP_BASE_LIST_H
 
@@ -60,5 +61,19 @@ static inline void sp__list_remove(sp__list_t *l, sp__link_t *n)
         l->tail = n->prev;
     n->prev = n->next = NULL;
 }
+
+/* Reverse in place the NULL-terminated list `head` of `type` objects
+ * linked by their `field`: a stack built by pushing becomes FIFO. */
+#define SP__SLIST_REVERSE(type, head, field) \
+    do {                                     \
+        type *sp__rev = NULL;                \
+        while (head) {                       \
+            type *sp__next = (head)->field;  \
+            (head)->field = sp__rev;         \
+            sp__rev = (head);                \
+            (head) = sp__next;               \
+        }                                    \
+        (head) = sp__rev;                    \
+    } while (0)
 
 #endif

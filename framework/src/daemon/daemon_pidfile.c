@@ -46,17 +46,56 @@ static int write_pid(int fd)
     return 0;
 }
 
-/* The directory of the absolute `path`, created when missing (one level:
- * the default run/spindled.pid works in a fresh checkout) and opened; its
- * descriptor, or -1 with errno. `*base` points at the file's name. */
-static int open_parent(const char *path, const char **base)
+/* The directory holding `path` into dir ("." for a bare name); the
+ * file's name, or NULL when the directory's name is too long. */
+static const char *split_dir(const char *path, char dir[PATH_MAX])
 {
     const char *slash = strrchr(path, '/');
-    char dir[PATH_MAX];
+    if (!slash) {
+        strcpy(dir, ".");
+        return path;
+    }
     size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= PATH_MAX)
+        return NULL;
     memcpy(dir, path, n);
     dir[n] = '\0';
-    *base = slash + 1;
+    return slash + 1;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int sp_daemon_pid_file_check(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return -EISDIR;
+    char dir[PATH_MAX], up[PATH_MAX];
+    if (!split_dir(path, dir))
+        return -ENAMETOOLONG;
+    int rc = is_dir(dir);
+    /* One missing level is created (open_parent): the default
+     * run/spindled.pid works in a fresh checkout. */
+    if (rc == -ENOENT) {
+        split_dir(dir, up); /* shorter than dir: fits */
+        rc = is_dir(up);
+    }
+    return rc;
+}
+
+/* The directory of `path` (checked by sp_daemon_pid_file_check), created
+ * when missing and opened; its descriptor, or -1 with errno. `*base`
+ * points at the file's name. */
+static int open_parent(const char *path, const char **base)
+{
+    char dir[PATH_MAX];
+    *base = split_dir(path, dir);
     if (mkdir(dir, 0755) < 0 && errno != EEXIST)
         return -1;
     return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -71,9 +110,10 @@ static void refuse(const char *name, const char *path, const char *why)
 static int open_safely(const char *name, const char *path)
 {
     const char *base;
-    int dir = open_parent(path, &base);
+    int rc = sp_daemon_pid_file_check(path);
+    int dir = rc < 0 ? -1 : open_parent(path, &base);
     if (dir < 0) {
-        refuse(name, path, strerror(errno));
+        refuse(name, path, strerror(rc < 0 ? -rc : errno));
         return -1;
     }
     struct stat st;

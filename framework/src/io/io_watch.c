@@ -185,13 +185,8 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
 {
     bool looked = false;
     iom_worker_t *x = io->w[worker];
-    sp__io_watch_t *list = atomic_exchange(&x->inbox, NULL), *fifo = NULL;
-    while (list) { /* the inbox is a stack: reverse into arrival order */
-        sp__io_watch_t *next = list->next;
-        list->next = fifo;
-        fifo = list;
-        list = next;
-    }
+    sp__io_watch_t *fifo = atomic_exchange(&x->inbox, NULL);
+    SP__SLIST_REVERSE(sp__io_watch_t, fifo, next); /* the inbox is a stack */
     while (fifo) {
         sp__io_watch_t *w = fifo;
         fifo = w->next;

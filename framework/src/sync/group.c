@@ -281,16 +281,10 @@ static void run_job(void *arg)
 static void launch_all(sp_group_t *g, job_t *list)
 {
     /* The list was built newest first; schedule in FIFO order. */
-    job_t *fifo = NULL;
+    SP__SLIST_REVERSE(job_t, list, launch);
     while (list) {
-        job_t *next = list->launch;
-        list->launch = fifo;
-        fifo = list;
-        list = next;
-    }
-    while (fifo) {
-        job_t *j = fifo;
-        fifo = j->launch;
+        job_t *j = list;
+        list = j->launch;
         int rc = sp_schedule(g->s, run_job, j, SP_ANY_WORKER);
         if (rc < 0) /* the scheduler is gone or out of memory: the job
                      * fails with that error as its code */
