@@ -66,6 +66,10 @@ static int declare(spindled_vars_t *v)
          "wait for the next bytes of a body", &v->http_body_timeout},
         {"http.send_timeout", SP_CVAR_DURATION, "60s", "1ms", "1h",
          "wait for the client to take response bytes", &v->http_send_timeout},
+        {"http.handler_deadline", SP_CVAR_DURATION, "0", "0", "1h",
+         "time a request's handler has from the end of the request's headers; "
+         "its waits then fail with ETIMEDOUT, an unanswered request gets 504; "
+         "0: none", &v->http_handler_deadline},
         {"http.max_body", SP_CVAR_SIZE, "1MiB", "0", "1GiB",
          "largest request body; 0: none allowed", &v->http_max_body},
         {"http.max_conns", SP_CVAR_INT, "0", "-1", "10000000",

@@ -62,7 +62,8 @@ static int status_answer(sp_http_request_t *req, sp_http_response_t *res, void *
 }
 
 /* Answers after ?ms=N milliseconds: a request that is in progress for a
- * while, to see graceful stops and reloads wait for it. */
+ * while, to see graceful stops and reloads wait for it. A sleep cut by
+ * http.handler_deadline fails the request (504). */
 static int slow_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
 {
     (void)arg;
@@ -70,8 +71,10 @@ static int slow_answer(sp_http_request_t *req, sp_http_response_t *res, void *ar
     long n = ms ? strtol(ms, NULL, 10) : 0;
     n = n < 0 ? 0 : n > SLOW_MAX_MS ? SLOW_MAX_MS : n;
     atomic_fetch_add(&slow_active, 1);
-    sp_sleep_us((uint64_t)n * 1000);
+    int rc = sp_sleep_us((uint64_t)n * 1000);
     atomic_fetch_sub(&slow_active, 1);
+    if (rc == -ETIMEDOUT)
+        return rc;
     return app_answer(res, "text/plain", "slow done\n");
 }
 
@@ -115,6 +118,8 @@ static sp_http_server_opts_t http_opts(const spindled_vars_t *v)
         .keepalive_timeout_us = keepalive ? keepalive : 1,
         .body_timeout_us = sp_cvar_duration(v->http_body_timeout),
         .send_timeout_us = sp_cvar_duration(v->http_send_timeout),
+        /* 0 means none in both */
+        .handler_deadline_us = sp_cvar_duration(v->http_handler_deadline),
         .max_conns = (int)sp_cvar_int(v->http_max_conns),
         .server_name = sp_cvar_string(v->http_server_name),
         .access_log = sp_cvar_bool(v->http_access_log),

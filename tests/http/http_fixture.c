@@ -401,8 +401,12 @@ void make_root(void)
 }
 
 
+void (*server_extra_routes)(sp_http_router_t *r);
+
 static void add_routes(sp_http_router_t *r)
 {
+    if (server_extra_routes)
+        server_extra_routes(r);
     sp_http_router_add(r, SP_HTTP_EXACT, "/hello", SP_HTTP_M_GET, h_hello, NULL);
     sp_http_router_add(r, SP_HTTP_EXACT, "/echo", SP_HTTP_M_ANY, h_echo, NULL);
     sp_http_router_add(r, SP_HTTP_EXACT, "/empty", SP_HTTP_M_ANY, h_empty, NULL);

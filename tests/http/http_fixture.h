@@ -70,6 +70,9 @@ extern char root_dir[64];
  * removed with the secret next to it. */
 void make_root(void);
 void remove_root(void);
+/* Routes of a test program's own, added by server_start before the
+ * fixture's (NULL: none). */
+extern void (*server_extra_routes)(sp_http_router_t *r);
 /* A server on 127.0.0.1:0 with the test routes and /static (o: NULL for
  * the defaults); S holds it. */
 void server_start(const sp_http_server_opts_t *o);

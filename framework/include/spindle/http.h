@@ -30,6 +30,7 @@
  *   414 request target over max_request_line;
  *   431 header lines over max_header_size in total, or over max_headers;
  *   500 handler returned an error (the connection stays usable);
+ *   504 the same past its handler_deadline (the connection stays usable);
  *   503 more than max_conns connections (answered, then closed).
  * A connection idle between requests for keepalive_timeout is closed
  * without a response.
@@ -123,9 +124,10 @@ const void *sp_http_request_body(const sp_http_request_t *req, size_t *len);
 /* Read up to cap more bytes of the body (decoded) into buf, waiting for
  * them with the server's body timeouts; "100 Continue" is sent at the
  * first wait. Works on a buffered body too. Returns the bytes read, 0 at
- * the end of the body, or -errno: -ETIMEDOUT (stalled or over
- * body_deadline), -EMSGSIZE (over max_body), -EBUSY (over
- * max_buffered_bodies), -EPROTO (malformed body or the client went away).
+ * the end of the body, or -errno: -ETIMEDOUT (stalled, over
+ * body_deadline or past handler_deadline_us), -EMSGSIZE (over max_body),
+ * -EBUSY (over max_buffered_bodies), -EPROTO (malformed body or the client
+ * went away).
  * After an error, or a body not read to its end, the connection closes
  * after the answer; a handler that returns after an error without having
  * sent anything gets the server's answer (408, 413, 503 or 400). */
@@ -178,8 +180,9 @@ bool sp_http_response_started(const sp_http_response_t *res);
 /* ---- handlers ------------------------------------------------------------ */
 
 /* A handler ("servlet"): fill in res from req. Return 0, or a negative
- * errno on failure: the client then gets 500 if nothing was sent yet,
- * otherwise the connection is closed (the body is cut short). */
+ * errno on failure: the client then gets 500 if nothing was sent yet (504
+ * past handler_deadline_us), otherwise the connection is closed (the body
+ * is cut short). */
 typedef int (*sp_http_handler_fn)(sp_http_request_t *req, sp_http_response_t *res,
                                   void *arg);
 
@@ -278,6 +281,12 @@ typedef struct sp_http_server_opts {
     bool access_log;         /* one INFO line per request on the logger
                                 "http.access": peer, method, target,
                                 status, body bytes sent, duration in µs */
+    int64_t handler_deadline_us; /* run each handler inside a deadline scope
+                                    (spindle/task.h) ending this long after
+                                    the end of its request's headers; 0 or
+                                    negative: none (the default). Its waits
+                                    then end with -ETIMEDOUT; an error
+                                    returned with nothing sent: 504 */
     sp_tcp_server_opts_t tcp; /* backlog, stacks, refusal limit...; accepted
                                  sockets always get TCP_NODELAY */
 } sp_http_server_opts_t;
@@ -352,6 +361,10 @@ typedef struct sp_http_client_opts {
     int max_idle_per_host;      /* pooled connections per host:port; 8; < 0 none */
     int64_t idle_timeout_us;    /* pooled connections older are closed; 30 s */
     size_t max_response;        /* response body; 8 MiB; over: -EMSGSIZE */
+    int64_t exchange_timeout_us; /* the whole sp_http_client_do: connect (or
+                                    take a pooled connection), send, receive
+                                    the whole answer; 0 or negative: none
+                                    (the default) */
 } sp_http_client_opts_t;
 
 /* opts may be NULL (zero fields: the defaults above). NULL + errno. */
@@ -380,7 +393,11 @@ typedef struct sp_http_client_response sp_http_client_response_t;
  * been processed and fails with -ECONNRESET. A server that answers before
  * taking the whole body (a 413) and closes: its answer is returned. A 101
  * answer is returned and its connection closed. timeout_us bounds each
- * wait, not the whole exchange. 0 and *out (free it), or -errno: -EINVAL
+ * wait, exchange_timeout_us the whole exchange: in a task fiber as a
+ * deadline scope, which an enclosing scope of the caller can only shorten;
+ * on a plain thread by cutting each wait (name resolution is not bounded).
+ * An exchange cut short closes its connection (never pooled). 0 and *out
+ * (free it), or -errno: -EINVAL
  * (bad URL, method or header; body_len without body), -EPROTONOSUPPORT
  * (not http://), -ENOENT (no such host), -ECONNREFUSED, -ETIMEDOUT,
  * -ECONNRESET (closed before the answer was complete), -EMSGSIZE, -EPROTO

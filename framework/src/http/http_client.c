@@ -4,8 +4,9 @@
  * Responses are parsed by the server's own parser glue in response mode
  * (http_parse.c), so headers, chunked bodies and limits work the same way
  * on both sides. I/O is the server's too: sends through sp__http_out_flush,
- * reads through sp__http_read, each wait bounded by the client's timeout;
- * both park in fibers and poll on plain threads. */
+ * reads through sp__http_read, each wait bounded by the client's timeout
+ * and, with exchange_timeout_us, by the whole exchange's deadline; both
+ * park in fibers and poll on plain threads. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "http_client_internal.h"
 #include "http_internal.h"
+#include "spindle/task.h"
 
 struct sp_http_client {
     sp_http_client_opts_t opts;
@@ -169,6 +171,16 @@ static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t
 
 /* ---- one exchange on one connection ----------------------------------------- */
 
+/* One sp_http_client_do: what to send where, and the whole exchange's
+ * deadline (0: none). */
+typedef struct call {
+    sp_http_client_t *c;
+    const target_t *t;
+    const sp_buf_t *req; /* the head */
+    const sp_http_client_request_t *rq;
+    uint64_t until_ns;
+} call_t;
+
 /* Parse what came: 0 the final answer is complete, 1 more is needed, or
  * -errno. Interim answers (100 Continue...) are skipped. */
 static int parse(sp_http_request_t *m, sp_buf_t *in)
@@ -202,8 +214,7 @@ static int at_eof(sp_http_request_t *m)
     return st == SP__HTTP_DONE ? 0 : -ECONNRESET;
 }
 
-static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
-                       bool *answered)
+static int read_answer(const call_t *x, int fd, sp_http_request_t *m, bool *answered)
 {
     sp_buf_t in = SP_BUF_INIT;
     bool drained = false;
@@ -211,8 +222,9 @@ static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
     while (rc == 1) {
         if ((rc = parse(m, &in)) != 1)
             break;
-        ssize_t n = sp__http_read(fd, &in, READ_SIZE, sp__http_deadline(c->opts.timeout_us),
-                                  &drained);
+        int64_t us = sp__http_cut_us(x->c->opts.timeout_us, x->until_ns);
+        ssize_t n = us == 0 ? -ETIMEDOUT
+                            : sp__http_read(fd, &in, READ_SIZE, sp__http_deadline(us), &drained);
         if (n > 0)
             *answered = true;
         else
@@ -224,30 +236,35 @@ static int read_answer(const sp_http_client_t *c, int fd, sp_http_request_t *m,
     return rc;
 }
 
-static int exchange(const sp_http_client_t *c, int fd, const sp_buf_t *req,
-                    const sp_http_client_request_t *rq, sp_http_request_t *m, bool *answered)
+static int exchange(const call_t *x, int fd, sp_http_request_t *m, bool *answered)
 {
-    sp__http_out_t o = {fd, SP_BUF_INIT, c->opts.timeout_us, false};
-    struct iovec v[2] = {{sp__buf_data(req), sp__buf_len(req)}, {(void *)rq->body, rq->body_len}};
+    const sp_http_client_request_t *rq = x->rq;
+    sp__http_out_t o = {.fd = fd, .buf = SP_BUF_INIT, .timeout_us = x->c->opts.timeout_us,
+                        .until_ns = x->until_ns};
+    struct iovec v[2] = {{sp__buf_data(x->req), sp__buf_len(x->req)},
+                         {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
     sp_buf_free(&o.buf);
     if (rc == -EPIPE || rc == -ECONNRESET) {
         /* The server may have answered early (a 413 for a body it will not
          * take) and closed: its answer, if it came, beats the send error. */
-        int answer = read_answer(c, fd, m, answered);
+        int answer = read_answer(x, fd, m, answered);
         m->keep_alive = false;
         return *answered && answer == 0 ? 0 : rc;
     }
-    return rc < 0 ? rc : read_answer(c, fd, m, answered);
+    return rc < 0 ? rc : read_answer(x, fd, m, answered);
 }
 
-static int dial(const sp_http_client_t *c, const target_t *t)
+static int dial(const call_t *x)
 {
     sp_addr_t a;
-    int n = sp_addr_resolve(t->key, &a, 1);
+    int n = sp_addr_resolve(x->t->key, &a, 1);
     if (n < 1)
         return n < 0 ? n : -ENOENT;
-    int fd = sp_connect(&a, c->opts.connect_timeout_us < 0 ? -1 : c->opts.connect_timeout_us);
+    int64_t us = sp__http_cut_us(x->c->opts.connect_timeout_us, x->until_ns);
+    if (us == 0)
+        return -ETIMEDOUT;
+    int fd = sp_connect(&a, us);
     if (fd >= 0)
         sp_set_nodelay(fd, true);
     return fd;
@@ -268,19 +285,21 @@ static bool idempotent(const char *m)
  * any byte of an answer. An idempotent request then goes again, once, on a
  * new connection; any other may have been processed (the server can read a
  * request and close without answering), so its caller hears of it. */
-static int run(sp_http_client_t *c, const target_t *t, const sp_buf_t *req,
-               const sp_http_client_request_t *rq, sp_http_request_t *m)
+static int run(const call_t *x, sp_http_request_t *m)
 {
-    bool may_retry = idempotent(rq->method ? rq->method : "GET"), use_pool = true;
+    sp_http_client_t *c = x->c;
+    bool may_retry = idempotent(x->rq->method ? x->rq->method : "GET"), use_pool = true;
     for (;;) {
-        int fd = use_pool ? sp__http_pool_take(&c->pool, t->key) : -1;
+        int fd = use_pool ? sp__http_pool_take(&c->pool, x->t->key) : -1;
         bool pooled = fd >= 0;
-        if (!pooled && (fd = dial(c, t)) < 0)
+        if (!pooled && (fd = dial(x)) < 0)
             return fd;
         bool answered = false;
-        int rc = exchange(c, fd, req, rq, m, &answered);
+        int rc = exchange(x, fd, m, &answered);
+        /* An error, a deadline's included, leaves the connection in an
+         * unknown state: closed, never pooled. */
         if (rc == 0 && m->keep_alive && c->opts.max_idle_per_host > 0)
-            sp__http_pool_give(&c->pool, t->key, fd);
+            sp__http_pool_give(&c->pool, x->t->key, fd);
         else
             sp_io_close(fd);
         if (rc == 0 || !pooled || answered || rc == -ETIMEDOUT || !may_retry)
@@ -288,6 +307,24 @@ static int run(sp_http_client_t *c, const target_t *t, const sp_buf_t *req,
         use_pool = false; /* the one retry dials */
         sp__http_req_reset(m);
     }
+}
+
+/* run() within exchange_timeout_us. In a task fiber a deadline scope ends
+ * every wait at the deadline, the caller's earlier one if it has one; the
+ * waits are cut at it as well, for plain threads (poll), where no scope
+ * exists. */
+static int run_bounded(call_t *x, sp_http_request_t *m)
+{
+    int64_t us = x->c->opts.exchange_timeout_us;
+    if (us <= 0)
+        return run(x, m);
+    x->until_ns = sp__http_deadline(us);
+    sp_deadline_t scope;
+    bool scoped = sp_deadline_push(&scope, x->until_ns) == 0;
+    int rc = run(x, m);
+    if (scoped)
+        sp_deadline_pop(&scope);
+    return rc;
 }
 
 int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
@@ -303,7 +340,8 @@ int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
     if (rc == 0) {
         sp__http_msg_init(&r->msg, &c->limits, true);
         r->msg.skip_body = rq->method && !strcmp(rq->method, "HEAD");
-        rc = run(c, &t, &req, rq, &r->msg);
+        call_t x = {c, &t, &req, rq, 0};
+        rc = run_bounded(&x, &r->msg);
     }
     sp_buf_free(&req);
     if (rc < 0) {

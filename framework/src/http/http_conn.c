@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 
 #include "http_internal.h"
+#include "spindle/task.h"
 #include "spindle/timer.h"
 
 struct sp__http_conn {
@@ -48,6 +49,7 @@ struct sp__http_conn {
     sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
     uint64_t body_deadline; /* the whole body's (0: not set yet, or none) */
+    uint64_t handler_deadline; /* from the end of the headers (0: none) */
     sp_buf_t in;
     sp__http_out_t out;
     sp_http_request_t req;
@@ -170,6 +172,16 @@ static uint64_t body_wait_deadline(sp__http_conn_t *c)
     return wait;
 }
 
+/* The handler's deadline runs from the end of the request's headers, so
+ * the time its body takes (read before the handler runs, unless streamed)
+ * counts. The clock is read only when the option is on. */
+static void note_headers_done(sp__http_conn_t *c)
+{
+    int64_t us = c->srv->opts.handler_deadline_us;
+    if (us > 0 && c->req.headers_done && !c->handler_deadline)
+        c->handler_deadline = sp__http_deadline(us);
+}
+
 /* Read until one request is complete (with stream_bodies: its headers).
  * 0, CLOSE, or an error status. */
 static int read_request(sp__http_conn_t *c, bool first)
@@ -182,6 +194,7 @@ static int read_request(sp__http_conn_t *c, bool first)
                 c->start_ns = sp_now_ns();
             begun = true;
             int rc = parse_buffered(c);
+            note_headers_done(c);
             if (rc != 1)
                 return rc;
         }
@@ -354,9 +367,29 @@ static void prepare_response(sp__http_conn_t *c)
 static void forget_request(sp__http_conn_t *c)
 {
     c->body_deadline = 0;
+    c->handler_deadline = 0;
     sp__http_req_reset(&c->req);
     sp__http_res_reset(&c->res);
     lend_work(c, false);
+}
+
+/* The handler, inside its request's deadline scope if it has one. */
+static int run_handler(sp__http_conn_t *c)
+{
+    sp_http_server_t *srv = c->srv;
+    sp_deadline_t scope;
+    bool scoped = c->handler_deadline && sp_deadline_push(&scope, c->handler_deadline) == 0;
+    int rc = srv->handler(&c->req, &c->res, srv->arg);
+    if (scoped)
+        sp_deadline_pop(&scope);
+    return rc;
+}
+
+/* A handler's error with nothing sent: 504 once its deadline has passed
+ * (a timeout, told apart from the 503 of an overloaded server), else 500. */
+static int error_status(const sp__http_conn_t *c)
+{
+    return c->handler_deadline && sp_now_ns() >= c->handler_deadline ? 504 : 500;
 }
 
 /* Run the handler for a complete request. false: close the connection. */
@@ -365,7 +398,7 @@ static bool handle(sp__http_conn_t *c)
     sp_http_server_t *srv = c->srv;
     prepare_response(c);
     sp__http_scratch_borrow(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
-    int rc = srv->handler(&c->req, &c->res, srv->arg);
+    int rc = run_handler(c);
     if (c->req.streaming && !c->req.complete) {
         /* The body was not read to its end, or reading it failed: its
          * bytes can no longer be told from a next request's. */
@@ -380,7 +413,8 @@ static bool handle(sp__http_conn_t *c)
         /* Streamed already (or the client went away meanwhile): only closing
          * tells the client it is cut short; counted and logged with the
          * bytes that went out. */
-        if (c->res.started || sp_http_response_error(&c->res, 500, NULL, NULL) < 0) {
+        if (c->res.started ||
+            sp_http_response_error(&c->res, error_status(c), NULL, NULL) < 0) {
             atomic_fetch_add(&srv->n_requests, 1);
             access_log(c);
             forget_request(c);
@@ -415,7 +449,8 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->srv = srv;
     c->fd = fd;
     sp_buf_init(&c->in);
-    c->out = (sp__http_out_t){fd, SP_BUF_INIT, srv->opts.send_timeout_us, false};
+    c->out = (sp__http_out_t){
+        .fd = fd, .buf = SP_BUF_INIT, .timeout_us = srv->opts.send_timeout_us};
     sp__http_req_init(&c->req, &srv->opts);
     c->req.peer = peer;
     c->req.body_pool = &srv->body_bytes;

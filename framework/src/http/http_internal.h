@@ -151,6 +151,7 @@ typedef struct sp__http_out {
     sp_buf_t buf;
     int64_t timeout_us; /* per wait for the socket to take bytes; < 0 none */
     bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
+    uint64_t until_ns;  /* no wait goes past it (sp_now_ns clock); 0 none */
 } sp__http_out_t;
 
 /* Use the calling thread's cached scratch buffer of this kind in place of
@@ -174,8 +175,12 @@ int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
                           size_t *sent);
 /* The deadline us from now on the sp_now_ns clock; 0 (none) for us < 0. */
 uint64_t sp__http_deadline(int64_t us);
-/* Microseconds left until deadline_ns (sp_now_ns clock), -1 for none. */
+/* Microseconds left until deadline_ns (sp_now_ns clock), rounded up; -1
+ * for none. */
 int64_t sp__http_left_us(uint64_t deadline_ns);
+/* A wait of us (< 0: none) cut short at until_ns (0: none): microseconds,
+ * -1 for none, 0 once until_ns has passed. */
+int64_t sp__http_cut_us(int64_t us, uint64_t until_ns);
 /* Wait for readiness: sp_io_wait in a fiber, poll elsewhere. 0 or -errno. */
 int sp__http_wait(int fd, int event, int64_t timeout_us);
 /* Read up to `size` more bytes into `in`, waiting until deadline_ns (0:

@@ -25,7 +25,16 @@ int64_t sp__http_left_us(uint64_t deadline_ns)
     if (!deadline_ns)
         return -1;
     uint64_t now = sp_now_ns();
-    return now >= deadline_ns ? 0 : (int64_t)((deadline_ns - now) / 1000);
+    /* Rounded up: a wait for what is left never ends before the deadline. */
+    return now >= deadline_ns ? 0 : (int64_t)((deadline_ns - now + 999) / 1000);
+}
+
+int64_t sp__http_cut_us(int64_t us, uint64_t until_ns)
+{
+    if (!until_ns)
+        return us < 0 ? -1 : us;
+    uint64_t wait = sp__http_deadline(us);
+    return sp__http_left_us(wait && wait < until_ns ? wait : until_ns);
 }
 
 /* sp_io_wait in a fiber; poll(2) on a plain thread (the client may be
@@ -47,7 +56,8 @@ int sp__http_wait(int fd, int event, int64_t timeout_us)
 
 static int wait_writable(const sp__http_out_t *o)
 {
-    return sp__http_wait(o->fd, SP_IO_WRITE, o->timeout_us < 0 ? -1 : o->timeout_us);
+    int64_t us = sp__http_cut_us(o->timeout_us, o->until_ns);
+    return us == 0 ? -ETIMEDOUT : sp__http_wait(o->fd, SP_IO_WRITE, us);
 }
 
 /* One recv into `in` (into the thread's input scratch when `borrowed` is
