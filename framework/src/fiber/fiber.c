@@ -17,6 +17,9 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+sp__spin_t sp__fiber_registry_lock;
+sp__list_t sp__fiber_registry;
+
 static size_t fiber_footprint(void)
 {
     return (sizeof(struct sp_fiber) + 63) & ~(size_t)63;
@@ -177,6 +180,9 @@ sp_fiber_t *sp_fiber_create(sp_fiber_fn fn, void *arg, size_t stack_size,
         strncpy(f->name, name, sizeof f->name - 1);
     }
     sp__fiber_reset(f, fn, arg);
+    sp__spin_lock(&sp__fiber_registry_lock);
+    sp__list_push_back(&sp__fiber_registry, &f->reg_link);
+    sp__spin_unlock(&sp__fiber_registry_lock);
     return f;
 }
 
@@ -184,6 +190,9 @@ void sp_fiber_destroy(sp_fiber_t *f)
 {
     if (!f)
         return;
+    sp__spin_lock(&sp__fiber_registry_lock);
+    sp__list_remove(&sp__fiber_registry, &f->reg_link);
+    sp__spin_unlock(&sp__fiber_registry_lock);
 #ifdef SP_TSAN
     __tsan_destroy_fiber(f->tsan_fiber);
 #endif

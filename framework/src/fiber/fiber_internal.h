@@ -54,7 +54,15 @@ struct sp_fiber {
     sp__spin_t done_lock;       /* guards on_done and finished */
     bool finished;              /* on_done has been run */
     sp__list_t on_done;         /* sp__done_hook_t: run when it finishes */
+    sp__link_t reg_link;        /* in sp__fiber_registry */
 };
+
+/* Every fiber object that exists (created and not yet destroyed, pooled
+ * ones included), for dumps and the gdb extension (tools/gdb/spindle.py),
+ * which finds it by these names in a live process or a core file. Only
+ * creation and destruction take the lock. */
+extern sp__spin_t sp__fiber_registry_lock;
+extern sp__list_t sp__fiber_registry;
 
 /* Something to do when a fiber finishes (a join): under the fiber's
  * done_lock, claim() decides whether deliver() runs, after the lock is
