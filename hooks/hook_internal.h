@@ -70,6 +70,13 @@ static inline int sp__hook_wait(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx,
     return rc == 0 ? 0 : sp__hook_wait_failed(b, rc);
 }
 
+/* glibc's report of a fortify check that failed ("buffer overflow
+ * detected"), exported by libc. With -D_FORTIFY_SOURCE its headers route
+ * read, recv, recvfrom and poll to __*_chk variants when they know the
+ * buffer's size: the hooks define those too, with glibc's check, so such a
+ * program cannot slip past them. */
+_Noreturn void __chk_fail(void);
+
 /* Deadline for a timeout in microseconds (-1 = none: returns 0). */
 uint64_t sp__hook_deadline(int64_t timeout_us);
 

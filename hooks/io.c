@@ -133,3 +133,26 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     return hooked(&(io_call_t){.op = OP_SENDMSG, .fd = fd, .cmsg = msg, .flags = flags});
 }
+
+/* The fortified entry points (hook_internal.h). */
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+    if (len > buflen)
+        __chk_fail();
+    return read(fd, buf, len);
+}
+
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+    if (len > buflen)
+        __chk_fail();
+    return recv(fd, buf, len, flags);
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+                       struct sockaddr *addr, socklen_t *addrlen)
+{
+    if (len > buflen)
+        __chk_fail();
+    return recvfrom(fd, buf, len, flags, addr, addrlen);
+}

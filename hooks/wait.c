@@ -170,6 +170,14 @@ static int wait_fds(const sp__hook_bridge_t *b, const struct pollfd *fds,
     return 0;
 }
 
+/* The fortified poll (hook_internal.h): fds must hold n entries. */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return poll(fds, n, timeout);
+}
+
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     const sp__real_t *r = sp__real();
