@@ -160,10 +160,17 @@ static int wait_fds(const sp__hook_bridge_t *b, const struct pollfd *fds,
         if (timeout_us < 0 || left < timeout_us)
             timeout_us = left;
     }
-    int rc = k ? b->wait_any(wants, k, timeout_us) : b->sleep_us((uint64_t)timeout_us);
-    if (rc == -EEXIST) /* another fiber waits on one of them: poll again */
-        rc = b->sleep_us(1000);
-    if (rc < 0 && rc != -ETIMEDOUT && rc != -ECANCELED && rc != -EBADF) {
+    int rc = k ? b->wait_any(wants, k, timeout_us) : -EEXIST;
+    if (rc == -EEXIST) { /* nothing to watch (a sleep), or another fiber
+                          * waits on one of them: look again after a while */
+        int slept = b->sleep_us(k ? 1000 : (uint64_t)timeout_us);
+        rc = slept < 0 ? slept - SP_HOOK_INTERRUPTED : 0; /* only cut short */
+    }
+    if (rc <= -SP_HOOK_INTERRUPTED) /* an interrupt or a deadline: its errno */
+        rc += SP_HOOK_INTERRUPTED;
+    else if (rc == -ETIMEDOUT || rc == -ECANCELED || rc == -EBADF)
+        return 0; /* look again: the kernel says what is ready */
+    if (rc < 0) {
         errno = -rc;
         return -1;
     }

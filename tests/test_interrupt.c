@@ -4,6 +4,7 @@
  * racing with the wait's own completion has exactly one outcome. */
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 /* ---- every wait kind ---------------------------------------------------- */
 
 enum {
-    K_SLEEP, K_USLEEP, K_NANOSLEEP, K_CLOCK_NANOSLEEP, K_READ, K_IO_WAIT, K_PARK, K_SEM, K_MUTEX, K_COND,
+    K_SLEEP, K_USLEEP, K_NANOSLEEP, K_CLOCK_NANOSLEEP, K_READ, K_POLL, K_IO_WAIT, K_PARK, K_SEM, K_MUTEX, K_COND,
     K_CHAN, K_JOIN, K_GROUP, K_BLOCKING, K_KINDS
 };
 
@@ -82,6 +83,10 @@ static int wait_kind(target_t *t)
         return -clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
     }
     case K_READ: return read(t->fds[0], &c, 1) >= 0 ? 0 : -errno;
+    case K_POLL: {
+        struct pollfd pfd = {.fd = t->fds[0], .events = POLLIN};
+        return poll(&pfd, 1, 60000) >= 0 ? 0 : -errno;
+    }
     case K_IO_WAIT: return sp_io_wait(t->fds[0], SP_IO_READ, SP_FOREVER);
     case K_PARK: return sp_park();
     case K_SEM: return sp_sem_wait(t->sem, SP_FOREVER);

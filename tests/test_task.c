@@ -3,6 +3,7 @@
  * kind of wait, from another worker and from a plain thread. */
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -298,6 +299,14 @@ static int waits_in_scope(void *arg)
     sp_deadline_pop(&outer);
     ck_assert_uint_eq(sp_deadline_current(), 0);
     ck_assert_int_eq(sp_sleep_us(1000), 0); /* no deadline any more */
+    /* So does a hooked poll, which would have waited a minute. */
+    at = sp_now_ns() + 20 * MS;
+    ck_assert_int_eq(sp_deadline_push(&outer, at), 0);
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    ck_assert_int_eq(poll(&pfd, 1, 60000), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_uint_ge(sp_now_ns(), at);
+    sp_deadline_pop(&outer);
     /* A hooked read in a fresh scope ends at its deadline. */
     at = sp_now_ns() + 20 * MS;
     ck_assert_int_eq(sp_deadline_push(&outer, at), 0);

@@ -36,6 +36,7 @@ typedef struct sp__fd_ctx sp__fd_ctx_t;
 
 typedef struct sp__hook_bridge {
     bool (*enabled)(void);
+    /* sp_io_wait_any; an interrupt's answer as wait_fd's below. */
     int (*wait_any)(const sp_io_want_t *wants, int n, int64_t timeout_us);
     /* Park until fd (entry c) is ready for `event` or *deadline_ns
      * (absolute, CLOCK_MONOTONIC ns; 0 = none) passes. SP_HOOK_FD_DEADLINE

@@ -79,7 +79,7 @@ static void fd_set_drained(sp__fd_ctx_t *c)
 
 const sp__hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
-    .wait_any = sp_io_wait_any,
+    .wait_any = sp__io_hook_wait_any,
     .wait_fd = sp__io_hook_wait,
     .sleep_us = sp_sleep_us,
     .close_fd = sp_io_close_fd,

@@ -306,7 +306,8 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
  * the wants is ready, the timeout passes or the wait is cancelled. `ctxs`
  * holds each want's fd context. */
 static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
-                   sp__fd_ctx_t *const *ctxs, int n, int64_t timeout_us)
+                   sp__fd_ctx_t *const *ctxs, int n, int64_t timeout_us,
+                   bool *interrupted)
 {
     io_waiter_t waiter;
     sp__waiter_init(&waiter.base);
@@ -334,11 +335,15 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
     rc = park_armed(io, owner, &waiter, armed, k, rc, timeout_us);
     if (armed != few)
         free(armed);
+    *interrupted = waiter.interrupted;
     return rc;
 }
 
-int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
+/* sp_io_wait_any, and whether an interrupt or a deadline ended it. */
+static int wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us,
+                    bool *interrupted)
 {
+    *interrupted = false;
     sp_iomanager_t *io = sp_iomanager_current();
     if (!io || !sp_fiber_current())
         return -EPERM;
@@ -350,10 +355,24 @@ int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
         return -ENOMEM;
     for (int i = 0; i < n; i++)
         ctxs[i] = sp__fd_ctx(wants[i].fd);
-    rc = wait_on(io, sp__sched_self(&io->s)->index, wants, ctxs, n, timeout_us);
+    rc = wait_on(io, sp__sched_self(&io->s)->index, wants, ctxs, n, timeout_us,
+                 interrupted);
     if (ctxs != few)
         free(ctxs);
     return rc;
+}
+
+int sp_io_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
+{
+    bool interrupted;
+    return wait_any(wants, n, timeout_us, &interrupted);
+}
+
+int sp__io_hook_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
+{
+    bool interrupted;
+    int rc = wait_any(wants, n, timeout_us, &interrupted);
+    return interrupted && rc < 0 ? rc - SP_HOOK_INTERRUPTED : rc;
 }
 
 /* One fd, one direction: the framework's and the hooks' wait. */

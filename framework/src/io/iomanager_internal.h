@@ -124,6 +124,9 @@ static inline void sp__iom_kick(sp_iomanager_t *io, int worker)
 int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
 /* The same with the hooks' deadline rules: the bridge's wait_fd. */
 int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns);
+/* sp_io_wait_any with the same answer for an interrupt: the bridge's
+ * wait_any. */
+int sp__io_hook_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us);
 /* After ev_run: run the fibers its callbacks woke, in the order the kernel
  * reported their fds ready, so that under load every connection waits about
  * one batch (last in, first out would serve a connection alternately first
