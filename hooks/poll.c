@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 
 #include "base/clock.h"
@@ -67,20 +69,62 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
     return poll(fds, n, timeout);
 }
 
-int poll(struct pollfd *fds, nfds_t n, int timeout)
+static uint64_t ms_deadline(int timeout)
 {
-    const sp__real_t *r = sp__real();
-    const sp__hook_bridge_t *b = sp__hook_active();
-    if (!b || timeout == 0)
-        return r->poll(fds, n, timeout);
-    uint64_t deadline = sp__hook_deadline(timeout < 0 ? -1 : (int64_t)timeout * 1000);
+    return sp__hook_deadline(timeout < 0 ? -1 : (int64_t)timeout * 1000);
+}
+
+/* Deadline (0 = none) for a timespec timeout (NULL = none). */
+static uint64_t ts_deadline(const struct timespec *ts)
+{
+    return sp__hook_deadline(ts ? (int64_t)ts->tv_sec * 1000000 + (ts->tv_nsec + 999) / 1000
+                                : -1);
+}
+
+static bool bad_ts(const struct timespec *ts)
+{
+    return ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L);
+}
+
+/* poll and ppoll: park until the kernel has something to say (a
+ * zero-timeout ppoll with the caller's signal mask) or the deadline. */
+static int poll_until(const sp__hook_bridge_t *b, struct pollfd *fds, nfds_t n,
+                      uint64_t deadline, const sigset_t *mask)
+{
+    static const struct timespec zero = {0, 0};
     for (;;) {
-        int ready = r->poll(fds, n, 0);
+        int ready = sp__real()->ppoll(fds, n, &zero, mask);
         if (ready != 0 || remaining_ms(deadline) == 0)
             return ready;
         if (wait_fds(b, fds, n, deadline) < 0)
             return -1;
     }
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || timeout == 0)
+        return sp__real()->poll(fds, n, timeout);
+    return poll_until(b, fds, n, ms_deadline(timeout), NULL);
+}
+
+/* The signal mask applies to the kernel's look at the fds, not to the time
+ * parked: a fiber's wait is not ended by signals (docs/hooks.md). */
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || (tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0) || bad_ts(tmo))
+        return sp__real()->ppoll(fds, n, tmo, mask);
+    return poll_until(b, fds, n, ts_deadline(tmo), mask);
+}
+
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+                const sigset_t *mask, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return ppoll(fds, n, tmo, mask);
 }
 
 /* Copy the sets the caller passed (NULL ones stay NULL on both sides). */
@@ -91,48 +135,107 @@ static void copy_sets(fd_set *const dst[3], fd_set *const src[3])
             *dst[i] = *src[i];
 }
 
+/* select and pselect: the sets as poll entries, parked on until the kernel
+ * (a zero-timeout pselect with the caller's mask) reports something or the
+ * deadline passes. */
+static int select_until(const sp__hook_bridge_t *b, int nfds, fd_set *const user[3],
+                        uint64_t deadline, const sigset_t *mask)
+{
+    static const struct timespec zero = {0, 0};
+    fd_set want[3];
+    fd_set *const mine[3] = {&want[0], &want[1], &want[2]};
+    copy_sets(mine, user);
+    struct pollfd pfd[FD_SETSIZE];
+    nfds_t n = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short ev = (short)((user[0] && FD_ISSET(fd, user[0]) ? POLLIN : 0) |
+                           (user[1] && FD_ISSET(fd, user[1]) ? POLLOUT : 0) |
+                           (user[2] && FD_ISSET(fd, user[2]) ? POLLPRI : 0));
+        if (ev)
+            pfd[n++] = (struct pollfd){.fd = fd, .events = ev};
+    }
+    for (;;) {
+        copy_sets(user, mine);
+        int ready = sp__real()->pselect(nfds, user[0], user[1], user[2], &zero, mask);
+        if (ready != 0 || remaining_ms(deadline) == 0)
+            return ready;
+        if (wait_fds(b, pfd, n, deadline) < 0)
+            return -1;
+    }
+}
+
 int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
-    const sp__real_t *r = sp__real();
     const sp__hook_bridge_t *b = sp__hook_active();
     if (!b || (tv && tv->tv_sec == 0 && tv->tv_usec == 0) || nfds < 0 ||
         nfds > FD_SETSIZE)
-        return r->select(nfds, rd, wr, ex, tv);
+        return sp__real()->select(nfds, rd, wr, ex, tv);
     if (tv && (tv->tv_sec < 0 || tv->tv_usec < 0)) {
         errno = EINVAL;
         return -1;
     }
     uint64_t deadline = sp__hook_deadline(
         tv ? (int64_t)tv->tv_sec * 1000000 + tv->tv_usec : -1);
-    fd_set want[3];
     fd_set *const user[3] = {rd, wr, ex};
-    fd_set *const mine[3] = {&want[0], &want[1], &want[2]};
-    copy_sets(mine, user);
-    struct pollfd pfd[FD_SETSIZE];
-    nfds_t n = 0;
-    for (int fd = 0; fd < nfds; fd++) {
-        short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |
-                           (wr && FD_ISSET(fd, wr) ? POLLOUT : 0) |
-                           (ex && FD_ISSET(fd, ex) ? POLLPRI : 0));
-        if (ev)
-            pfd[n++] = (struct pollfd){.fd = fd, .events = ev};
+    int ready = select_until(b, nfds, user, deadline, NULL);
+    if (ready >= 0 && tv) { /* Linux reports the time not slept */
+        uint64_t now = sp__now_ns();
+        uint64_t rest = deadline > now ? deadline - now : 0;
+        tv->tv_sec = (time_t)(rest / 1000000000u);
+        tv->tv_usec = (suseconds_t)(rest % 1000000000u / 1000);
     }
+    return ready;
+}
+
+int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
+            const sigset_t *mask)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || (tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0) || nfds < 0 ||
+        nfds > FD_SETSIZE || bad_ts(tmo))
+        return sp__real()->pselect(nfds, rd, wr, ex, tmo, mask);
+    fd_set *const user[3] = {rd, wr, ex};
+    return select_until(b, nfds, user, ts_deadline(tmo), mask);
+}
+
+/* epoll_wait and its kin: an epoll fd is readable while it has events, so
+ * park on it like any fd, then take the events with a zero timeout. */
+static int epoll_until(const sp__hook_bridge_t *b, int epfd, struct epoll_event *ev,
+                       int max, uint64_t deadline, const sigset_t *mask)
+{
+    struct pollfd pfd = {.fd = epfd, .events = POLLIN};
     for (;;) {
-        struct timeval zero = {0, 0};
-        copy_sets(user, mine);
-        int ready = r->select(nfds, rd, wr, ex, &zero);
-        int left = remaining_ms(deadline);
-        if (ready != 0 || left == 0) {
-            if (tv) { /* Linux reports the time not slept */
-                uint64_t now = sp__now_ns();
-                uint64_t rest = deadline > now ? deadline - now : 0;
-                tv->tv_sec = (time_t)(rest / 1000000000u);
-                tv->tv_usec = (suseconds_t)(rest % 1000000000u / 1000);
-            }
-            return ready;
-        }
-        if (wait_fds(b, pfd, n, deadline) < 0)
+        int n = sp__real()->epoll_pwait(epfd, ev, max, 0, mask);
+        if (n != 0 || remaining_ms(deadline) == 0)
+            return n;
+        if (wait_fds(b, &pfd, 1, deadline) < 0)
             return -1;
     }
+}
+
+int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || timeout == 0)
+        return sp__real()->epoll_wait(epfd, ev, max, timeout);
+    return epoll_until(b, epfd, ev, max, ms_deadline(timeout), NULL);
+}
+
+int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+                const sigset_t *mask)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || timeout == 0)
+        return sp__real()->epoll_pwait(epfd, ev, max, timeout, mask);
+    return epoll_until(b, epfd, ev, max, ms_deadline(timeout), mask);
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
+                 const sigset_t *mask)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || (tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0) || bad_ts(tmo))
+        return sp__real()->epoll_pwait2(epfd, ev, max, tmo, mask);
+    return epoll_until(b, epfd, ev, max, ts_deadline(tmo), mask);
 }
 

@@ -48,6 +48,11 @@ static void resolve(void)
     LOAD(setsockopt);
     LOAD(poll);
     LOAD(select);
+    LOAD(ppoll);
+    LOAD(pselect);
+    LOAD(epoll_wait);
+    LOAD(epoll_pwait);
+    LOAD(epoll_pwait2);
     LOAD(dup);
     LOAD(dup2);
     LOAD(dup3);

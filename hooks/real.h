@@ -7,6 +7,8 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stddef.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -42,6 +44,13 @@ typedef struct sp__real {
     int (*setsockopt)(int, int, int, const void *, socklen_t);
     int (*poll)(struct pollfd *, nfds_t, int);
     int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+    int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+    int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+                   const sigset_t *);
+    int (*epoll_wait)(int, struct epoll_event *, int, int);
+    int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+    int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+                        const sigset_t *);
     int (*dup)(int);
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);

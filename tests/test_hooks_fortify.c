@@ -1,7 +1,9 @@
-/* Hooks under -D_FORTIFY_SOURCE=2 (this file is built with it and -O2, as
- * Debian builds programs): glibc's headers route read, recv, recvfrom and
- * poll to __read_chk, __recv_chk, __recvfrom_chk and __poll_chk when they
- * know the buffer's size, and those must park the fiber too. Each reader
+/* The waits real programs reach by other names. Under -D_FORTIFY_SOURCE=2
+ * (this file is built with it and -O2, as Debian builds programs) glibc's
+ * headers route read, recv, recvfrom, poll and ppoll to __*_chk variants
+ * when they know the buffer's size; libraries with their own event loop
+ * call epoll_wait, epoll_pwait, epoll_pwait2, ppoll or pselect (here on a
+ * nested epoll fd). All must park the fiber. Each reader
  * runs on ONE worker before the fiber that writes: if its call blocked the
  * thread, the writer could not run and the reader's SO_RCVTIMEO (2 s)
  * would end it with EAGAIN instead of the data. Built twice, like
@@ -11,6 +13,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -20,7 +25,10 @@
 
 #include "testutil.h"
 
-enum { K_READ, K_RECV, K_RECVFROM, K_POLL, K_KINDS };
+enum {
+    K_READ, K_RECV, K_RECVFROM, K_POLL, K_PPOLL, K_PSELECT, K_EPOLL_WAIT,
+    K_EPOLL_PWAIT, K_EPOLL_PWAIT2, K_KINDS
+};
 
 static int sv[2];
 static int kind;
@@ -28,6 +36,21 @@ static int kind;
 static volatile size_t want = 1;
 static volatile nfds_t nwant = 1;
 static _Atomic long result = -2;
+
+/* The epoll kinds: sv[0] in an epoll set of our own, nested in the
+ * worker's. 1 once the one event came. */
+static long epoll_kind(void)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event in = {.events = EPOLLIN, .data.fd = sv[0]}, out[4];
+    ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &in), 0);
+    struct timespec two = {2, 0};
+    int n = kind == K_EPOLL_WAIT    ? epoll_wait(ep, out, 4, 2000)
+            : kind == K_EPOLL_PWAIT ? epoll_pwait(ep, out, 4, 2000, NULL)
+                                    : epoll_pwait2(ep, out, 4, &two, NULL);
+    close(ep);
+    return n == 1 && out[0].data.fd == sv[0];
+}
 
 static void reader(void *arg)
 {
@@ -43,6 +66,20 @@ static void reader(void *arg)
         result = recvfrom(sv[0], buf, want, 0, (struct sockaddr *)&from, &fromlen);
         break;
     case K_POLL: result = poll(pfd, nwant, 2000) == 1 && (pfd[0].revents & POLLIN); break;
+    case K_PPOLL: {
+        struct timespec two = {2, 0};
+        result = ppoll(pfd, nwant, &two, NULL) == 1 && (pfd[0].revents & POLLIN);
+        break;
+    }
+    case K_PSELECT: {
+        fd_set rd;
+        FD_ZERO(&rd);
+        FD_SET(sv[0], &rd);
+        struct timespec two = {2, 0};
+        result = pselect(sv[0] + 1, &rd, NULL, NULL, &two, NULL) == 1 && FD_ISSET(sv[0], &rd);
+        break;
+    }
+    default: result = epoll_kind(); break;
     }
 }
 
