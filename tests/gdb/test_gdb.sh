@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tools/gdb/spindle.py against tests/gdb/gdb_fibers.c: the fiber list and
 # each parked fiber's backtrace, in the live process (gdb attached) and in
-# its core dump. Exit 77 (skipped) only without gdb or without ptrace.
-#   test_gdb.sh PROGRAM EXTENSION
+# its core dump, and its auto-load from the library's .debug_gdb_scripts.
+# Exit 77 (skipped) only without gdb or without ptrace.
+#   test_gdb.sh PROGRAM EXTENSION LIBRARY
 set -u
-prog=$1 ext=$2
+prog=$1 ext=$2 lib=$3
 command -v gdb >/dev/null || { echo "SKIP: gdb is not installed"; exit 77; }
 
 dir=$(mktemp -d)
@@ -64,6 +65,13 @@ if grep -Eq 'ptrace: Operation not permitted|Could not attach' <<<"$live"; then
 fi
 echo "$live"
 check live "$live"
+
+# Not sourced: loaded with the library, from a directory declared safe.
+auto=$(timeout 120 gdb -batch -nx -iex "add-auto-load-safe-path $(dirname "$lib")" \
+  -p "$pid" -ex 'info spindle-fibers' 2>&1)
+grep -Eq "^ +$reader +SUSPENDED .* reader" <<<"$auto" ||
+  fail "auto-load: $(grep -v '^\[' <<<"$auto")"
+echo "auto-load: ok"
 
 # A crash's dump, written by the kernel, where core_pattern is a file name.
 kill -ABRT "$pid"

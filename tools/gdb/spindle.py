@@ -62,7 +62,14 @@ def fibers():
     char_p = gdb.lookup_type("char").pointer()
     n = 0
     while int(link) != 0 and n < _MAX_FIBERS:
-        yield (link.cast(char_p) - off).cast(t.pointer())
+        f = (link.cast(char_p) - off).cast(t.pointer())
+        if int(f["id"]) == 0:
+            # Ids are never 0: the memory is not there, as in a gcore
+            # file that could not read the fiber stacks' slab.
+            raise gdb.GdbError("fiber object at %#x reads as zeros: its "
+                               "memory is missing (from a gcore file? see "
+                               "docs/observability.md)" % int(f))
+        yield f
         link = link["next"]
         n += 1
 
