@@ -226,8 +226,10 @@ class InfoSpindleFibers(gdb.Command):
 
 
 def _entry(f):
-    """The fiber's function, by name."""
-    fn = int(f["fn"])
+    """The fiber's function, by name: for an sp_go() task, the task's."""
+    t = f.dereference().type
+    fn = int(f["go_fn"]) if _has_field(t, "go_fn") else 0
+    fn = fn or int(f["fn"])
     block = gdb.current_progspace().block_for_pc(fn) if fn else None
     if block is not None and block.function is not None:
         return block.function.print_name
