@@ -28,7 +28,7 @@ read -r -t 30 line <"$dir/out" || fail "the program did not report its fibers"
 echo "program: $line"
 id_of() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$line"; }
 reader=$(id_of reader) sleeper=$(id_of sleeper)
-not_started=$(id_of not-started) finished=$(id_of finished)
+not_started=$(id_of not-started) finished=$(id_of finished) running=$(id_of running)
 
 # inspect TARGET-ARGS...: the extension's answers, one section per step.
 inspect() {
@@ -37,7 +37,8 @@ inspect() {
     -ex 'echo ==reader==\n' -ex "spindle-fiber $reader" -ex bt \
     -ex 'echo ==sleeper==\n' -ex "spindle-fiber $sleeper" -ex bt \
     -ex 'echo ==done==\n' -ex "spindle-fiber $finished" \
-    -ex 'echo ==thread==\n' -ex spindle-fiber -ex bt 2>&1
+    -ex 'echo ==thread==\n' -ex spindle-fiber -ex bt \
+    -ex 'echo ==running==\n' -ex "spindle-fiber $sleeper" -ex "spindle-fiber $running" -ex bt 2>&1
 }
 section() { sed -n "/^==$2==\$/,/^==/p" <<<"$1"; }
 
@@ -48,13 +49,18 @@ check() { # check WHAT OUTPUT
   grep -Eq "^ +$sleeper +SUSPENDED .* sleeper +sleeper" <<<"$list" || fail "$what: sleeper not listed"
   grep -Eq "^ +$not_started +READY .* not-started" <<<"$list" || fail "$what: not-started not listed"
   grep -Eq "^ +$finished +DONE .* finished" <<<"$list" || fail "$what: finished not listed"
-  grep -q '^4 fibers$' <<<"$list" || fail "$what: not 4 fibers"
+  grep -Eq "^ +$running +RUNNING .* running +wait_forever" <<<"$list" || fail "$what: running not listed"
+  grep -q '^5 fibers$' <<<"$list" || fail "$what: not 5 fibers"
   section "$out" reader | grep -q ' park_in_read ()' || fail "$what: reader's bt"
   section "$out" reader | grep -q 'park_in_sleep' && fail "$what: reader's bt shows the sleeper"
   section "$out" sleeper | grep -q ' park_in_sleep ()' || fail "$what: sleeper's bt"
   section "$out" done | grep -q 'is DONE' || fail "$what: a finished fiber is shown"
-  section "$out" thread | grep -q ' main ()' || fail "$what: the thread's bt"
+  section "$out" thread | grep -q ' wait_forever (' || fail "$what: the thread's bt"
   section "$out" thread | grep -q 'park_in' && fail "$what: still on a fiber"
+  section "$out" running | grep -q "fiber $running is running on thread 1" ||
+    fail "$what: the running fiber's thread"
+  section "$out" running | grep -q ' wait_forever (' || fail "$what: the running fiber's bt"
+  section "$out" running | grep -q '#[0-9].*park_in' && fail "$what: the running fiber's bt shows a parked one"
   echo "$what: ok"
 }
 

@@ -95,7 +95,7 @@ def _saved_regs(f):
                            % int(f["id"]))
     if state == 1:
         raise gdb.GdbError("fiber %d is RUNNING: its registers are a "
-                           "thread's; select that thread" % int(f["id"]))
+                           "thread's" % int(f["id"]))
     if state == 3:
         raise gdb.GdbError("fiber %d is DONE: it has no stack to show"
                            % int(f["id"]))
@@ -113,6 +113,24 @@ def _saved_regs(f):
     regs = {r: int(slots[i]) for r, i in _ASM_SLOTS.items()}
     regs["rsp"] = sp + _ASM_FRAME_BYTES
     return regs
+
+
+def running_thread(f):
+    """The gdb thread whose current fiber is f (read from each thread's
+    spindle state, fiber/thread.c's thread-local `self`), or None."""
+    here = gdb.selected_thread()
+    try:
+        for th in gdb.selected_inferior().threads():
+            th.switch()
+            try:
+                t = gdb.parse_and_eval("'thread.c'::self")
+                if int(t) != 0 and int(t["current"]) == int(f):
+                    return th
+            except gdb.error:
+                continue  # no spindle state on this thread
+    finally:
+        here.switch()
+    return None
 
 
 class _Selection:
@@ -238,8 +256,9 @@ def _entry(f):
 
 class SpindleFiber(gdb.Command):
     """spindle-fiber ID: show fiber ID's stack (bt, frame, up, print work
-    on it); frame #1 is its innermost frame. spindle-fiber: back to the
-    thread's own stack. ID is the fiber id of `info spindle-fibers`."""
+    on it); frame #1 is its innermost frame. For a running fiber, select
+    the thread it runs on. spindle-fiber: back to the thread's own stack.
+    ID is the fiber id of `info spindle-fibers`."""
 
     def __init__(self):
         super().__init__("spindle-fiber", gdb.COMMAND_STACK)
@@ -258,7 +277,11 @@ class SpindleFiber(gdb.Command):
             fid = int(gdb.parse_and_eval(arg))
         except gdb.error:
             raise gdb.GdbError("usage: spindle-fiber [ID]")
-        regs = _saved_regs(_find_fiber(fid))
+        f = _find_fiber(fid)
+        if int(f["state"]) == 1:
+            self._to_thread(f, fid, from_tty)
+            return
+        regs = _saved_regs(f)
         _sel.clear()
         gdb.invalidate_cached_frames()
         frame0 = gdb.newest_frame()
@@ -270,6 +293,18 @@ class SpindleFiber(gdb.Command):
         gdb.write("fiber %d (frame #0 is the thread's own; bt shows the "
                   "fiber from #1)\n" % fid)
         gdb.execute("frame 1", from_tty)
+
+    @staticmethod
+    def _to_thread(f, fid, from_tty):
+        """A running fiber's stack is its thread's: select that thread."""
+        th = running_thread(f)
+        if th is None:
+            raise gdb.GdbError("fiber %d is RUNNING, on no thread found: "
+                               "see info threads" % fid)
+        _sel.clear()
+        gdb.invalidate_cached_frames()
+        gdb.write("fiber %d is running on thread %d\n" % (fid, th.num))
+        gdb.execute("thread %d" % th.num, from_tty)
 
 
 def _register():
