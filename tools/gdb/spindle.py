@@ -3,10 +3,11 @@
 #   source tools/gdb/spindle.py
 #   info spindle-fibers      every fiber in the registry: id, state, name
 #   spindle-fiber ID         show fiber ID's stack: bt, frame, up, print
+#                            (a running one's: select its thread)
 #   spindle-fiber            back to the thread's own stack
 #
-# Works on a live process and on a core file, x86-64, with either context
-# backend (asm or ucontext). Nothing in the inferior is written: a selected
+# Works on a live process and on a core file, with either context backend
+# (asm or ucontext); showing a parked fiber's stack needs x86-64. Nothing in the inferior is written: a selected
 # fiber is shown through an unwinder that, for the innermost frame of the
 # thread it was selected on, reports the fiber's saved registers as its
 # caller's. gdb cannot write a core file's registers, and setting $rsp/$rip
@@ -25,7 +26,6 @@ _UC_GREGS = {"r12": 4, "r13": 5, "r14": 6, "r15": 7, "rbp": 10, "rbx": 11,
 _ASM_SLOTS = {"r15": 1, "r14": 2, "r13": 3, "r12": 4, "rbx": 5, "rbp": 6,
               "rip": 7}
 _ASM_FRAME_BYTES = 64
-_STATE_NAMES = ["READY", "RUNNING", "SUSPENDED", "DONE"]
 # Fields another build may have; shown only if the fiber type has them.
 _OPTIONAL_FIELDS = ("wait_kind",)
 _MAX_FIBERS = 10000000  # a bound on the walk, should the list be corrupt
@@ -74,9 +74,17 @@ def fibers():
         n += 1
 
 
-def _state_name(v):
-    v = int(v)
-    return _STATE_NAMES[v] if 0 <= v < len(_STATE_NAMES) else str(v)
+def state(f):
+    """f's state as sp_fiber_state_t names it, without the SP_FIBER_."""
+    v = int(f["state"])
+    try:
+        t = gdb.lookup_type("sp_fiber_state_t").strip_typedefs()
+    except gdb.error:
+        return str(v)
+    for e in t.fields():
+        if e.enumval == v:
+            return e.name.replace("SP_FIBER_", "", 1)
+    return str(v)
 
 
 def _find_fiber(fid):
@@ -89,16 +97,12 @@ def _find_fiber(fid):
 def _saved_regs(f):
     """The registers a parked fiber resumes with, as its caller frame of the
     switch: {name: int}. Raises GdbError if it has none to show."""
-    state = int(f["state"])
-    if state == 0:
-        raise gdb.GdbError("fiber %d is READY: it has not run yet"
-                           % int(f["id"]))
-    if state == 1:
-        raise gdb.GdbError("fiber %d is RUNNING: its registers are a "
-                           "thread's" % int(f["id"]))
-    if state == 3:
-        raise gdb.GdbError("fiber %d is DONE: it has no stack to show"
-                           % int(f["id"]))
+    why = {"READY": "it has not run yet",
+           "RUNNING": "its registers are a thread's",
+           "DONE": "it has no stack to show"}.get(state(f))
+    if why:
+        raise gdb.GdbError("fiber %d is %s: %s" % (int(f["id"]), state(f),
+                                                   why))
     arch = gdb.selected_frame().architecture().name()
     if "x86-64" not in arch:
         raise gdb.GdbError("spindle-fiber supports x86-64 only (this is %s)"
@@ -235,7 +239,7 @@ class InfoSpindleFibers(gdb.Command):
             mark = "*" if fid == _sel.fid else " "
             name = f["name"].string(length=32).split("\0", 1)[0]
             line = "%s %-8d %-10s %-6d %-20s" % (
-                mark, fid, _state_name(f["state"]), int(f["last_worker"]),
+                mark, fid, state(f), int(f["last_worker"]),
                 name or "-")
             for n in extra:
                 line += " %-12s" % str(f[n])
@@ -278,7 +282,7 @@ class SpindleFiber(gdb.Command):
         except gdb.error:
             raise gdb.GdbError("usage: spindle-fiber [ID]")
         f = _find_fiber(fid)
-        if int(f["state"]) == 1:
+        if state(f) == "RUNNING":
             self._to_thread(f, fid, from_tty)
             return
         regs = _saved_regs(f)
