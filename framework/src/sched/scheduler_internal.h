@@ -308,7 +308,7 @@ typedef struct sp__waiter {
     bool sole; /* at most one waker, ever: counts without locked adds */
     bool park; /* an sp_park(): sp_wake() ends it */
     /* What it waits on, for dumps (sp__wait_kind_t; init: SP__WAIT_OTHER)
-     * and the fd of an fd wait (-1): each wait site stores its own. */
+     * and, set only by fd waits, the fd: each wait site stores its own. */
     unsigned char kind;
     int fd;
     /* How to end this wait early with `result` (an interrupt, or a wake

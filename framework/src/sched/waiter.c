@@ -28,8 +28,7 @@ void sp__waiter_init(sp__waiter_t *w)
     atomic_init(&w->delivered, 0);
     w->sole = false;
     w->park = false;
-    w->kind = SP__WAIT_OTHER;
-    w->fd = -1;
+    w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
     w->cancel = NULL;
 }
 
