@@ -40,6 +40,8 @@ void sp__asm_ctx_make(sp__asm_ctx_t *c, void *stack_lo, size_t size,
     c->sp = frame;
 }
 
+/* Reads another context's stack as it may run: not for the sanitizers. */
+__attribute__((no_sanitize("address", "thread")))
 bool sp__asm_ctx_frame(const sp__asm_ctx_t *c, uintptr_t lo, uintptr_t hi,
                        uintptr_t *fp, uintptr_t *pc)
 {

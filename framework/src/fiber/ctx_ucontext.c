@@ -21,7 +21,9 @@ void sp__uc_ctx_swap(sp__uc_ctx_t *from, sp__uc_ctx_t *to)
         abort();
 }
 
-/* The registers live in the context itself, not on its stack. */
+/* The registers live in the context itself, not on its stack. Read as
+ * the context may run: not for the sanitizers. */
+__attribute__((no_sanitize("address", "thread")))
 bool sp__uc_ctx_frame(const sp__uc_ctx_t *c, uintptr_t lo, uintptr_t hi,
                       uintptr_t *fp, uintptr_t *pc)
 {

@@ -21,6 +21,11 @@
 #include "scheduler_internal.h"
 #include "spindle/debug.h"
 
+/* The snapshot reads fibers that run meanwhile, on purpose: racy reads
+ * that TSan would report, and other fibers' stacks, where ASan's checks do
+ * not apply. */
+#define RACY_READER __attribute__((no_sanitize("address", "thread")))
+
 static uint64_t ref_ticks, ref_ns;
 
 __attribute__((constructor)) static void take_reference(void)
@@ -41,7 +46,7 @@ static double ticks_per_ns(uint64_t *now)
 
 /* Frame pointers from the saved context up, each checked against the
  * stack [lo, hi) before it is read. */
-static void walk(const struct sp_fiber *f, sp__dump_rec_t *r)
+RACY_READER static void walk(const struct sp_fiber *f, sp__dump_rec_t *r)
 {
     uintptr_t lo = (uintptr_t)f->stack.lo + f->stack.guard;
     uintptr_t hi = (uintptr_t)f;
@@ -63,7 +68,8 @@ static void walk(const struct sp_fiber *f, sp__dump_rec_t *r)
 }
 
 /* Whether f is listed, and as what. */
-static bool classify(const struct sp_fiber *f, unsigned char *state)
+RACY_READER static bool classify(const struct sp_fiber *f,
+                                 unsigned char *state)
 {
     int st = atomic_load_explicit(&f->state, memory_order_relaxed);
     if (st == SP_FIBER_DONE || (f->pooled && st == SP_FIBER_READY))
@@ -78,8 +84,8 @@ static bool classify(const struct sp_fiber *f, unsigned char *state)
     return true;
 }
 
-static bool snapshot(const struct sp_fiber *f, sp__dump_rec_t *r,
-                     unsigned flags)
+RACY_READER static bool snapshot(const struct sp_fiber *f, sp__dump_rec_t *r,
+                                 unsigned flags)
 {
     if (!classify(f, &r->state))
         return false;
