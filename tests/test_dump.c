@@ -22,6 +22,14 @@
 
 enum { MANY = 1000, NAMED = 3 };
 
+#if defined(SP_TSAN) || defined(SP_ASAN)
+/* The sanitizer's read() interceptor, which the reader's call goes through,
+ * keeps no frame pointer: the walk ends there. */
+#define READER_FRAME "read+"
+#else
+#define READER_FRAME "dump_test_reader+"
+#endif
+
 typedef struct world {
     sp_iomanager_t *io;
     int fds[2];
@@ -160,7 +168,7 @@ START_TEST(dump_names_waits_and_groups)
     char *text = dump_text(0, &listed);
     ck_assert_int_ge(listed, MANY + NAMED);
     assert_group_has(text, "\n1 fiber parked on fd read:", "\"reader\"");
-    assert_group_has(text, "\n1 fiber parked on fd read:", "dump_test_reader+");
+    assert_group_has(text, "\n1 fiber parked on fd read:", READER_FRAME);
     assert_group_has(text, "\n1 fiber parked on sleep:", "\"sleeper\"");
     assert_group_has(text, "\n1 fiber parked on sleep:", "dump_test_sleeper+");
     assert_group_has(text, "\n1 fiber parked on mutex:", "\"locker\"");
