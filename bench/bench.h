@@ -110,6 +110,7 @@ int sb_iom_run(const char *name, sp_fiber_fn fn, void *args, size_t arg_size,
 int sb_switch(long round_trips);
 int sb_spawn(long tasks);
 int sb_parked(long fibers);
+int sb_dump(long fibers);
 int sb_wake(long round_trips);
 int sb_interrupt(long round_trips);
 int sb_idle(long seconds);

@@ -3,6 +3,7 @@
  *   spindle-bench switch [round_trips]   context switch cost per backend
  *   spindle-bench spawn  [tasks]         spawn + run + exit of a task
  *   spindle-bench parked [fibers]        memory per parked fiber
+ *   spindle-bench dump [fibers]          a fiber dump of that many parked
  *   spindle-bench wake   [round_trips]   cross-worker park/wake
  *   spindle-bench interrupt [round_trips] cross-worker interrupt of a park
  *   spindle-bench idle   [seconds]       CPU of an idle scheduler
@@ -32,8 +33,8 @@ typedef struct bench {
     const char *arg_name;
 } bench_t;
 
-/* `all` runs them in this order; parked goes last because a stall there
- * ends the process (see parked.c). */
+/* `all` runs them in this order; dump and parked go last because a stall
+ * there ends the process (see parked.c). */
 static const bench_t benches[] = {
     {"switch", sb_switch, 10000000, "round_trips"},
     {"spawn", sb_spawn, 1000000, "tasks"},
@@ -48,6 +49,7 @@ static const bench_t benches[] = {
     {"hooked_rw", sb_hooked_rw, 1000000, "pairs"},
     {"sync", sb_sync, 1000000, "iterations"},
     {"monitor", sb_monitor, 2000000, "yields"},
+    {"dump", sb_dump, 100000, "fibers"},
     {"parked", sb_parked, 1000000, "fibers"},
 };
 enum { NBENCH = sizeof benches / sizeof benches[0] };

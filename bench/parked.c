@@ -1,4 +1,5 @@
-/* parked: memory per parked fiber.
+/* parked: memory per parked fiber. dump: the same, then the time of a
+ * fiber dump (debug.h) of them all, text and JSON, written to /dev/null.
  *
  * N scheduler tasks each record their fiber and call sp_park(); with all of
  * them parked we read VmRSS (and VmPTE, the page tables, which VmRSS does
@@ -11,6 +12,8 @@
  * it got and exit without stop(), which could never return.
  */
 #include "bench.h"
+
+#include <spindle/debug.h>
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -90,7 +93,20 @@ static void report_memory(long count, mem_sample_t before, mem_sample_t after,
         sb_report("parked.create", create_ns / n, "ns");
 }
 
-int sb_parked(long fibers)
+/* One dump of everything, timed; what sp_fibers_dump returned. */
+static int time_dump(unsigned flags, const char *name)
+{
+    FILE *out = fopen("/dev/null", "w");
+    if (!out)
+        return -1;
+    double t0 = sb_now_ns();
+    int listed = sp_fibers_dump(out, flags);
+    sb_report(name, (sb_now_ns() - t0) / 1e9, "s");
+    fclose(out);
+    return listed;
+}
+
+static int run(long fibers, bool dump)
 {
     /* Allocated and touched before the baseline so the bookkeeping array
      * is not charged to the fibers. */
@@ -108,6 +124,11 @@ int sb_parked(long fibers)
     long count = wait_parked(submitted);
     double t1 = sb_now_ns();
     report_memory(count, before, sample(), count == submitted ? t1 - t0 : -1);
+    if (dump && count == submitted) {
+        sb_report("dump.fibers", time_dump(0, "dump.text"), "fibers");
+        time_dump(SP_DUMP_JSON, "dump.json");
+        t1 = sb_now_ns();
+    }
     if (count < submitted) {
         sb_note("parked: stalled at %ld of %ld parked fibers (likely ENOMEM or "
                 "vm.max_map_count; %ld mappings now); exiting without stop()",
@@ -128,4 +149,14 @@ int sb_parked(long fibers)
     }
     free(slots);
     return rc < 0 || count < fibers;
+}
+
+int sb_parked(long fibers)
+{
+    return run(fibers, false);
+}
+
+int sb_dump(long fibers)
+{
+    return run(fibers, true);
 }

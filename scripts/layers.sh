@@ -19,7 +19,7 @@ declare -A level=(
 )
 # The layer each public header belongs to.
 declare -A public=(
-  [version.h]=base [error.h]=base [spindle.h]=daemon [fiber.h]=fiber [config.h]=config [log.h]=log [scheduler.h]=sched [task.h]=sched
+  [version.h]=base [error.h]=base [spindle.h]=daemon [fiber.h]=fiber [config.h]=config [log.h]=log [scheduler.h]=sched [task.h]=sched [debug.h]=sched
   [iomanager.h]=io [timer.h]=io [hook.h]=io
   [net.h]=net [buffer.h]=net [tcp_server.h]=net
   [sync.h]=sync [group.h]=sync [http.h]=http [daemon.h]=daemon

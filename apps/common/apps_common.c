@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "apps_common.h"
+#include <spindle/debug.h>
 #include <spindle/tcp_server.h>
 #include <errno.h>
 
@@ -151,6 +152,7 @@ void app_block_stop_signals(sigset_t *stop_signals)
     sigemptyset(stop_signals);
     sigaddset(stop_signals, SIGINT);
     sigaddset(stop_signals, SIGTERM);
+    sigaddset(stop_signals, SIGQUIT); /* not a stop: a fiber dump */
     pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -166,15 +168,21 @@ typedef struct stop_watch {
 
 /* A fiber: wait for a stop signal on the signalfd (the signals are blocked
  * in every thread, so they stay pending for it), then drain and stop the
- * server; the last task to end, it lets sp_iomanager_stop() return. */
+ * server; the last task to end, it lets sp_iomanager_stop() return.
+ * SIGQUIT on the way writes a fiber dump to stderr (from this fiber: no
+ * thread of its own, so --workers 1 stays one thread). */
 static void stop_on_signal(void *arg)
 {
     stop_watch_t *sw = arg;
     struct signalfd_siginfo si;
     int rc;
-    while ((rc = sp_io_wait(sw->fd, SP_IO_READ, -1)) == 0 &&
-           read(sw->fd, &si, sizeof si) != (ssize_t)sizeof si)
-        ;
+    while ((rc = sp_io_wait(sw->fd, SP_IO_READ, -1)) == 0) {
+        if (read(sw->fd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if (si.ssi_signo != SIGQUIT)
+            break;
+        sp_fibers_dump(stderr, 0);
+    }
     sw->sig = rc == 0 ? (int)si.ssi_signo : SIGTERM;
     sw->ops->stop(sw->srv, sw->drain_us);
 }

@@ -10,7 +10,8 @@
 
 /* Every variable the daemon reads, declared in main.c. */
 typedef struct spindled_vars {
-    sp_cvar_t *workers, *pid_file, *reuse_port, *daemonize, *supervise, *shutdown_timeout;
+    sp_cvar_t *workers, *pid_file, *reuse_port, *daemonize, *supervise, *shutdown_timeout,
+        *dump_on_sigquit;
     sp_cvar_t *backoff_min, *backoff_max, *backoff_reset;
     sp_cvar_t *http_enabled, *http_listen, *http_root, *http_keepalive, *http_header,
         *http_body_timeout, *http_send_timeout, *http_handler_deadline, *http_max_body,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <spindle/daemon.h>
+#include <spindle/debug.h>
 #include <spindle/http.h>
 #include <spindle/log.h>
 #include <spindle/tcp_server.h>
@@ -248,11 +249,24 @@ static void reload(servers_t *s)
         SP_LOG_ERROR(sp_logger("spindled"), "reopening log files: %s", strerror(-rc));
 }
 
+/* spindle.dump_on_sigquit: a thread of the library's makes the dump (this
+ * one sits in sp_daemon_wait_signal); a failure is told, not fatal. */
+static void dump_on_sigquit(const spindled_t *d)
+{
+    int rc = 0;
+    if (sp_cvar_bool(d->v.dump_on_sigquit))
+        rc = sp_fibers_dump_on_signal(SIGQUIT, STDERR_FILENO);
+    if (rc < 0)
+        fprintf(stderr, "%s: fiber dumps on SIGQUIT: %s\n", spindled_name,
+                strerror(-rc));
+}
+
 int spindled_worker(void *arg)
 {
     sp_daemon_block_signals(); /* before any thread starts: all inherit it */
     signal(SIGPIPE, SIG_IGN);
     servers_t s = {.d = arg};
+    dump_on_sigquit(s.d);
     int workers = (int)sp_cvar_int(s.d->v.workers);
     int rc = (s.io = sp_iomanager_create("spindled", workers, false)) ? 0 : -errno;
     if (rc == 0)

@@ -32,6 +32,7 @@
 typedef struct proc {
     pid_t pid;
     int out; /* its stdout */
+    int err; /* in: >= 0 to read its stderr; out: that pipe, or -1 */
     int port;
 } proc_t;
 
@@ -68,13 +69,17 @@ static void echo_start_with(proc_t *p, rlim_t nofile, const char *workers,
         ck_assert_int_lt(i, 6);
         argv[5 + i] = more[i];
     }
-    int pipefd[2];
+    int pipefd[2], errfd[2] = {-1, -1};
     ck_assert_int_eq(pipe(pipefd), 0);
+    if (p->err >= 0)
+        ck_assert_int_eq(pipe(errfd), 0);
     p->pid = fork();
     ck_assert_int_ge(p->pid, 0);
     if (p->pid == 0) {
         dup2(pipefd[1], STDOUT_FILENO);
         close(pipefd[0]);
+        if (errfd[1] >= 0)
+            dup2(errfd[1], STDERR_FILENO);
         if (nofile) {
             struct rlimit rl = {nofile, nofile};
             setrlimit(RLIMIT_NOFILE, &rl);
@@ -84,6 +89,9 @@ static void echo_start_with(proc_t *p, rlim_t nofile, const char *workers,
     }
     close(pipefd[1]);
     p->out = pipefd[0];
+    if (errfd[1] >= 0)
+        close(errfd[1]);
+    p->err = errfd[0];
     char line[128] = {0};
     size_t got = 0;
     while (got < sizeof line - 1 && !strchr(line, '\n')) {
@@ -108,6 +116,8 @@ static int echo_stop(proc_t *p)
     int status;
     ck_assert_int_eq(waitpid(p->pid, &status, 0), p->pid);
     close(p->out);
+    if (p->err >= 0)
+        close(p->err);
     return status;
 }
 
@@ -122,7 +132,7 @@ static sp_addr_t local(int port)
 
 START_TEST(echo_program_with_nc)
 {
-    proc_t p;
+    proc_t p = {.err = -1};
     echo_start(&p, 0, "2");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "printf 'one\\ntwo\\n' | nc -N 127.0.0.1 %d", p.port);
@@ -157,7 +167,7 @@ static int threads_of(pid_t pid)
  * served until it closes, then the program exits 0. */
 START_TEST(echo_program_single_threaded)
 {
-    proc_t p;
+    proc_t p = {.err = -1};
     echo_start(&p, 0, "1");
     ck_assert_int_eq(threads_of(p.pid), 1);
     sp_addr_t a = local(p.port);
@@ -176,7 +186,7 @@ END_TEST
 /* The load tool against the echo program: every message checked. */
 START_TEST(load_tool_against_echo_program)
 {
-    proc_t p;
+    proc_t p = {.err = -1};
     echo_start(&p, 0, "2");
     char cmd[256];
     snprintf(cmd, sizeof cmd, "%s --connect 127.0.0.1:%d --conns 20 --size 100 --duration 0.5",
@@ -201,7 +211,7 @@ END_TEST
  * clients go away. */
 START_TEST(echo_program_survives_emfile)
 {
-    proc_t p;
+    proc_t p = {.err = -1};
     const char *no_limit[] = {"--max-conns", "0", NULL};
     echo_start_with(&p, 40, "2", no_limit);
     sp_addr_t a = local(p.port);
@@ -254,7 +264,7 @@ static bool closed_by_server(int fd)
  * are closed after --idle-timeout. */
 START_TEST(echo_program_idle_timeout)
 {
-    proc_t p;
+    proc_t p = {.err = -1};
     const char *args[] = {"--idle-timeout", "200", NULL};
     echo_start_with(&p, 0, "2", args);
     sp_addr_t a = local(p.port);
@@ -276,7 +286,7 @@ END_TEST
  * stall come after a few KiB rather than after the kernel's buffers. */
 START_TEST(echo_program_write_stall_timeout)
 {
-    proc_t p;
+    proc_t p = {.err = -1};
     const char *args[] = {"--idle-timeout", "0", "--write-timeout", "200", NULL};
     echo_start_with(&p, 0, "2", args);
     sp_addr_t a = local(p.port);
@@ -306,6 +316,29 @@ START_TEST(echo_program_write_stall_timeout)
 }
 END_TEST
 
+/* SIGQUIT makes the program write a fiber dump to stderr, and it serves
+ * on: the dump's first and last lines arrive, then it stops as usual. */
+START_TEST(echo_program_dumps_fibers_on_sigquit)
+{
+    proc_t p = {.err = 0};
+    echo_start(&p, 0, "2");
+    ck_assert_int_eq(kill(p.pid, SIGQUIT), 0);
+    char text[65536];
+    size_t got = 0;
+    text[0] = '\0';
+    while (!strstr(text, "end of fiber dump\n")) {
+        struct pollfd pfd = {p.err, POLLIN, 0};
+        ck_assert_msg(poll(&pfd, 1, 10000) == 1, "no dump after 10 s: %s", text);
+        ssize_t n = read(p.err, text + got, sizeof text - 1 - got);
+        ck_assert_int_gt(n, 0);
+        got += (size_t)n;
+        text[got] = '\0';
+    }
+    ck_assert_ptr_nonnull(strstr(text, "spindle fiber dump: pid "));
+    ck_assert_int_eq(echo_stop(&p), 0);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -313,6 +346,7 @@ int main(void)
     SP_TEST_CASE(s, "server", 120, NULL, NULL, echo_program_rejects_bad_numbers,
                  echo_program_with_nc, echo_program_single_threaded,
                  load_tool_against_echo_program, echo_program_survives_emfile,
-                 echo_program_idle_timeout, echo_program_write_stall_timeout);
+                 echo_program_idle_timeout, echo_program_write_stall_timeout,
+                 echo_program_dumps_fibers_on_sigquit);
     return sp_test_run(s);
 }

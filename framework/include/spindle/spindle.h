@@ -21,5 +21,6 @@
 #include "spindle/group.h"
 #include "spindle/http.h"
 #include "spindle/daemon.h"
+#include "spindle/debug.h"
 
 #endif

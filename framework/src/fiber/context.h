@@ -5,7 +5,9 @@
 #ifndef SP_CONTEXT_H
 #define SP_CONTEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <ucontext.h>
 
 /* Entry point of a new context; it must never return. */
@@ -31,6 +33,13 @@ void sp__asm_ctx_prefetch(const void *fiber, const void *frames);
 /* Prefetch only: the lines holding a and b. Never faults. */
 void sp__asm_prefetch_lines(const void *a, const void *b);
 
+/* Where a switched-out context resumes, for backtraces (sched/dump.c): the
+ * frame pointer and return address its switch saved. Reads only saved
+ * words lying within [lo, hi), the context's stack, so a context that runs
+ * again meanwhile gives garbage, never a fault; false if they do not. */
+bool sp__asm_ctx_frame(const sp__asm_ctx_t *c, uintptr_t lo, uintptr_t hi,
+                       uintptr_t *fp, uintptr_t *pc);
+
 typedef struct sp__uc_ctx {
     ucontext_t uc;
 } sp__uc_ctx_t;
@@ -38,10 +47,13 @@ typedef struct sp__uc_ctx {
 void sp__uc_ctx_make(sp__uc_ctx_t *c, void *stack_lo, size_t size,
                      sp_ctx_entry_fn entry);
 void sp__uc_ctx_swap(sp__uc_ctx_t *from, sp__uc_ctx_t *to);
+bool sp__uc_ctx_frame(const sp__uc_ctx_t *c, uintptr_t lo, uintptr_t hi,
+                      uintptr_t *fp, uintptr_t *pc);
 
 #ifdef SP_CTX_UCONTEXT
 typedef sp__uc_ctx_t sp__ctx_t;
 #define sp__ctx_make sp__uc_ctx_make
+#define sp__ctx_frame sp__uc_ctx_frame
 #define sp__ctx_swap(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_swap_cold(from, to) sp__uc_ctx_swap((from), (to))
 #define sp__ctx_prefetch(fiber, frames) ((void)(fiber), (void)(frames))
@@ -50,6 +62,7 @@ typedef sp__uc_ctx_t sp__ctx_t;
 #else
 typedef sp__asm_ctx_t sp__ctx_t;
 #define sp__ctx_make sp__asm_ctx_make
+#define sp__ctx_frame sp__asm_ctx_frame
 #define sp__ctx_swap(from, to) sp__asm_ctx_swap(&(from)->sp, (to)->sp)
 #define sp__ctx_swap_cold(from, to) sp__asm_ctx_swap_cold(&(from)->sp, (to)->sp)
 #define sp__ctx_prefetch sp__asm_ctx_prefetch

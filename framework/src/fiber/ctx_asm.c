@@ -11,11 +11,12 @@ void sp__asm_ctx_start(void);
 
 #if defined(__x86_64__)
 /* low -> high: mxcsr|x87cw, r15, r14, r13, r12, rbx, rbp, return address */
-enum { FRAME_WORDS = 8, SLOT_R12 = 4, SLOT_RET = 7 };
+enum { FRAME_WORDS = 8, SLOT_R12 = 4, SLOT_FP = 6, SLOT_RET = 7 };
 #define FP_CONTROL_WORD 0x037F00001F80ull /* x87 CW 0x37F, MXCSR 0x1F80 */
 #elif defined(__aarch64__)
 /* low -> high: x19..x28, x29, x30, d8..d15, fpcr, pad */
-enum { FRAME_WORDS = 22, SLOT_X19 = 0, SLOT_X30 = 11, SLOT_FPCR = 20 };
+enum { FRAME_WORDS = 22, SLOT_X19 = 0, SLOT_FP = 10, SLOT_X30 = 11,
+       SLOT_RET = SLOT_X30, SLOT_FPCR = 20 };
 #endif
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -37,5 +38,19 @@ void sp__asm_ctx_make(sp__asm_ctx_t *c, void *stack_lo, size_t size,
     frame[SLOT_FPCR] = 0; /* round to nearest, no traps: the ABI default */
 #endif
     c->sp = frame;
+}
+
+/* Reads another context's stack as it may run: not for the sanitizers. */
+__attribute__((no_sanitize("address", "thread")))
+bool sp__asm_ctx_frame(const sp__asm_ctx_t *c, uintptr_t lo, uintptr_t hi,
+                       uintptr_t *fp, uintptr_t *pc)
+{
+    const uint64_t *frame = *(void *const volatile *)&c->sp;
+    uintptr_t at = (uintptr_t)frame;
+    if (at < lo || at > hi || hi - at < FRAME_WORDS * sizeof *frame)
+        return false;
+    *fp = (uintptr_t)frame[SLOT_FP];
+    *pc = (uintptr_t)frame[SLOT_RET];
+    return true;
 }
 #endif

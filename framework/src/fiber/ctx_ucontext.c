@@ -20,3 +20,24 @@ void sp__uc_ctx_swap(sp__uc_ctx_t *from, sp__uc_ctx_t *to)
     if (swapcontext(&from->uc, &to->uc) != 0)
         abort();
 }
+
+/* The registers live in the context itself, not on its stack. Read as
+ * the context may run: not for the sanitizers. */
+__attribute__((no_sanitize("address", "thread")))
+bool sp__uc_ctx_frame(const sp__uc_ctx_t *c, uintptr_t lo, uintptr_t hi,
+                      uintptr_t *fp, uintptr_t *pc)
+{
+    (void)lo, (void)hi;
+#if defined(__x86_64__)
+    *fp = (uintptr_t)c->uc.uc_mcontext.gregs[REG_RBP];
+    *pc = (uintptr_t)c->uc.uc_mcontext.gregs[REG_RIP];
+    return true;
+#elif defined(__aarch64__)
+    *fp = (uintptr_t)c->uc.uc_mcontext.regs[29];
+    *pc = (uintptr_t)c->uc.uc_mcontext.pc;
+    return true;
+#else
+    (void)c, (void)fp, (void)pc;
+    return false;
+#endif
+}

@@ -5,6 +5,8 @@
  */
 #include "fiber_internal.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +130,7 @@ void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
     atomic_store_explicit(&f->uwake, 0, memory_order_relaxed);
     atomic_store_explicit(&f->intr, 0, memory_order_relaxed);
     f->deadline_ns = 0;
+    f->born_ticks = sp__ticks();
     f->result = 0;
     f->finished = false;
     sp__spin_init(&f->done_lock);

@@ -44,6 +44,13 @@ struct sp_fiber {
     _Atomic uintptr_t cur_wait; /* the wait in progress, for wakes and
                                  * interrupts to end it; 0 = none */
     _Atomic int wait_busy;      /* takers of cur_wait still ending it */
+    /* For dumps (sched/dump.c): what the current wait is on (sp__wait_kind_t,
+     * its fd or -1) and when it began, in sp__ticks(); plain stores by the
+     * waiting fiber, read racily by the dumper. */
+    unsigned char wait_kind;
+    int wait_fd;
+    uint64_t wait_ticks;
+    uint64_t born_ticks;        /* sp__ticks() at create or reset */
     _Atomic int uwake;          /* an sp_wake() not yet taken by sp_park() */
     _Atomic int intr;           /* a pending interrupt's errno; 0 = none */
     uint64_t deadline_ns;       /* the innermost deadline scope's (task.h);
@@ -56,6 +63,16 @@ struct sp_fiber {
     sp__list_t on_done;         /* sp__done_hook_t: run when it finishes */
     sp__link_t reg_link;        /* in sp__fiber_registry */
 };
+
+/* What a fiber waits on, for dumps: set by each wait site on its waiter
+ * (sp__waiter_t.kind), copied to the fiber as the wait starts. */
+typedef enum {
+    SP__WAIT_NONE, SP__WAIT_OTHER, SP__WAIT_FD_READ, SP__WAIT_FD_WRITE,
+    SP__WAIT_FD_ANY, SP__WAIT_SLEEP, SP__WAIT_MUTEX, SP__WAIT_COND,
+    SP__WAIT_RWLOCK, SP__WAIT_SEM, SP__WAIT_WAITGROUP, SP__WAIT_CHAN,
+    SP__WAIT_GROUP, SP__WAIT_JOIN, SP__WAIT_PARK, SP__WAIT_BLOCKING,
+    SP__WAIT_DRAIN, SP__WAIT_KINDS
+} sp__wait_kind_t;
 
 /* Every fiber object that exists (created and not yet destroyed, pooled
  * ones included), for dumps and the gdb extension (tools/gdb/spindle.py),

@@ -312,6 +312,8 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
     io_waiter_t waiter;
     sp__waiter_init(&waiter.base);
     waiter.base.cancel = cancel_wait;
+    waiter.base.kind = SP__WAIT_FD_ANY;
+    waiter.base.fd = wants[0].fd;
     waiter.interrupted = false;
     atomic_init(&waiter.unarmed, 0);
     /* Most waits are on one fd: keep the parked stack small (it is most of
@@ -397,6 +399,8 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
         sp__waiter_init(&waiter.base);
     atomic_init(&waiter.unarmed, 0);
     waiter.base.cancel = cancel_wait;
+    waiter.base.kind = event == SP_IO_WRITE ? SP__WAIT_FD_WRITE : SP__WAIT_FD_READ;
+    waiter.base.fd = fd;
     waiter.interrupted = false;
     armed_t armed = {ctx, event == SP_IO_WRITE, 0};
     waiter.armed = &armed;

@@ -97,6 +97,7 @@ int sp_sleep_us(uint64_t usec)
     sp__waiter_t w;
     sp__waiter_init(&w);
     w.cancel = sp__waiter_cancel_promise; /* an interrupt ends it early */
+    w.kind = SP__WAIT_SLEEP;
     sp_timer_id_t tid;
     int rc = sp__timer_add_inline(h, usec * 1000, wake_sleeper, &w, &tid);
     if (rc < 0)

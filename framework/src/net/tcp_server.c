@@ -181,6 +181,7 @@ static int wait_drained_fiber(sp_tcp_server_t *srv, int64_t timeout_us)
     sp_iomanager_t *io = sp_iomanager_current();
     sp__waiter_t w;
     sp__waiter_init(&w);
+    w.kind = SP__WAIT_DRAIN;
     pthread_mutex_lock(&srv->lock);
     if (srv->live == 0) {
         pthread_mutex_unlock(&srv->lock);

@@ -84,6 +84,7 @@ int sp_run_blocking(void (*fn)(void *), void *arg)
         return -ENOMEM;
     sp__waiter_init(&j->waiter);
     j->waiter.cancel = abandon;
+    j->waiter.kind = SP__WAIT_BLOCKING;
     j->next = NULL;
     j->fn = fn;
     j->arg = arg;

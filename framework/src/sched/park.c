@@ -35,6 +35,7 @@ int sp_park(void)
     sp__waiter_t w;
     sp__waiter_init(&w);
     w.park = true;
+    w.kind = SP__WAIT_PARK;
     w.cancel = sp__waiter_cancel_promise;
     sp__waiter_wait(&w);
     rc = sp__waiter_settle(&w);

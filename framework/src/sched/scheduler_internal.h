@@ -307,6 +307,10 @@ typedef struct sp__waiter {
     _Atomic int delivered; /* wakers that are done with us */
     bool sole; /* at most one waker, ever: counts without locked adds */
     bool park; /* an sp_park(): sp_wake() ends it */
+    /* What it waits on, for dumps (sp__wait_kind_t; init: SP__WAIT_OTHER)
+     * and, set only by fd waits, the fd: each wait site stores its own. */
+    unsigned char kind;
+    int fd;
     /* How to end this wait early with `result` (an interrupt, or a wake
      * for a park), or NULL if it cannot be. Called by whoever takes the
      * wait from its fiber (sp__fiber_end_wait), it only promises: the

@@ -28,6 +28,7 @@ void sp__waiter_init(sp__waiter_t *w)
     atomic_init(&w->delivered, 0);
     w->sole = false;
     w->park = false;
+    w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
     w->cancel = NULL;
 }
 
@@ -186,6 +187,9 @@ void sp__waiter_wait(sp__waiter_t *w)
 {
     struct sp_fiber *f = w->fiber;
     uint64_t tid = 0;
+    f->wait_kind = w->kind;
+    f->wait_fd = w->fd;
+    f->wait_ticks = sp__ticks();
     if (w->cancel) {
         atomic_store(&f->cur_wait, (uintptr_t)w | w->park);
         early_end(f, w);

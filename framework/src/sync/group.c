@@ -480,7 +480,7 @@ int sp_group_wait(sp_group_t *g, int64_t timeout_us,
     sp_group_start(g); /* -EALREADY / -ECANCELED: just wait */
     sp__spin_lock(&g->lk);
     if (!complete(g)) {
-        int rc = sp__wait_queued(&g->lk, &g->waiters, timeout_us);
+        int rc = sp__wait_queued(&g->lk, &g->waiters, timeout_us, SP__WAIT_GROUP);
         if (rc < 0)
             return rc;
         sp__spin_lock(&g->lk); /* released complete; jobs added since

@@ -36,7 +36,7 @@ int sp_fiber_join(struct sp_fiber *f, int64_t timeout_us, int *result)
     if (!sp__fiber_is_finished(f)) {
         if (timeout_us == 0)
             return -ETIMEDOUT;
-        if ((rc = sp__wait_begin(&j.wait, timeout_us)) < 0)
+        if ((rc = sp__wait_begin(&j.wait, timeout_us, SP__WAIT_JOIN)) < 0)
             return rc;
         bool finished;
         sp__fiber_on_done(f, &j.hook, &finished);

@@ -196,7 +196,7 @@ static int transfer(sp_chan_t *ch, int op, void *buf, int64_t timeout_us)
     }
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w, .kind = op, .buf = buf};
-    int rc = sp__wait_begin(&w, timeout_us);
+    int rc = sp__wait_begin(&w, timeout_us, SP__WAIT_CHAN);
     if (rc < 0) {
         sp__spin_unlock(&ch->lk);
         return rc;
@@ -340,7 +340,7 @@ int sp_chan_select(sp_chan_op_t *ops, int n, int64_t timeout_us)
         return -ETIMEDOUT;
     }
     sp__wait_t w;
-    int rc = sp__wait_begin(&w, timeout_us);
+    int rc = sp__wait_begin(&w, timeout_us, SP__WAIT_CHAN);
     if (rc < 0) {
         unlock_all(chans, nlock);
         return rc;

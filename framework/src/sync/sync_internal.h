@@ -83,8 +83,8 @@ typedef struct sp__dlist {
 /* Can the caller wait? Sets up w for the calling context and timeout
  * (timeout_us != 0; callers handle 0 themselves). -EPERM on a worker
  * outside a task fiber, -ENOTSUP for a bounded wait in a fiber without an
- * IOManager. Nothing to undo on failure. */
-int sp__wait_begin(sp__wait_t *w, int64_t timeout_us);
+ * IOManager. Nothing to undo on failure. `kind` is what dumps show. */
+int sp__wait_begin(sp__wait_t *w, int64_t timeout_us, sp__wait_kind_t kind);
 /* After sp__wait_begin: sp_fiber_interrupt cannot end this wait (a
  * condition's relock: pthread_cond_wait returns with the mutex held). */
 static inline void sp__wait_uninterruptible(sp__wait_t *w)
@@ -104,7 +104,8 @@ void sp__wait_deliver(sp__wait_t *w);
  * path failed), queue one node on q, wait, withdraw. Releases lk. Returns
  * the claimer's result, -ETIMEDOUT (also at once for timeout_us 0), or
  * sp__wait_begin's error. */
-int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us);
+int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us,
+                    sp__wait_kind_t kind);
 
 /* After sp__wait_block: may n still be in its queue? Not if the wait was
  * claimed through n (the claimer took n off under the queue's lock before

@@ -99,7 +99,7 @@ static int lock_slow(sp_mutex_t *m, void *me, int64_t timeout_us, bool interrupt
             break;
         }
         if (!begun) {
-            rc = sp__wait_begin(&w, timeout_us);
+            rc = sp__wait_begin(&w, timeout_us, SP__WAIT_MUTEX);
             if (rc < 0)
                 break;
             if (!interruptible)
@@ -236,7 +236,7 @@ int sp_cond_wait(sp_cond_t *c, sp_mutex_t *m, int64_t timeout_us)
         return -ETIMEDOUT;
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w};
-    int rc = sp__wait_begin(&w, timeout_us);
+    int rc = sp__wait_begin(&w, timeout_us, SP__WAIT_COND);
     if (rc < 0)
         return rc;
     /* Queued before m is released: a signal sent after the release finds

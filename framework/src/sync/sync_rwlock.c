@@ -78,7 +78,7 @@ static int lock(sp_rwlock_t *rw, int kind, int64_t timeout_us)
     }
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w, .kind = kind, .buf = me};
-    int rc = sp__wait_begin(&w, timeout_us);
+    int rc = sp__wait_begin(&w, timeout_us, SP__WAIT_RWLOCK);
     if (rc < 0) {
         sp__spin_unlock(&rw->lk);
         return rc;

@@ -45,7 +45,7 @@ int sp_sem_wait(sp_sem_t *s, int64_t timeout_us)
         sp__spin_unlock(&s->lk);
         return 0;
     }
-    return sp__wait_queued(&s->lk, &s->q, timeout_us);
+    return sp__wait_queued(&s->lk, &s->q, timeout_us, SP__WAIT_SEM);
 }
 
 int sp_sem_trywait(sp_sem_t *s)
@@ -129,7 +129,8 @@ int sp_wg_wait(sp_wg_t *wg, int64_t timeout_us)
         sp__spin_unlock(&wg->lk);
         return 0;
     }
-    return sp__wait_queued(&wg->lk, &wg->q, timeout_us);
+    return sp__wait_queued(&wg->lk, &wg->q, timeout_us,
+                           SP__WAIT_WAITGROUP);
 }
 
 int sp_wg_count(sp_wg_t *wg)

@@ -137,7 +137,7 @@ static int cancel_wait(sp__waiter_t *waiter, int result)
     return sp__wait_claim(w, NULL, result) ? SP_CANCEL_DECIDED : SP_CANCEL_LATE;
 }
 
-int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
+int sp__wait_begin(sp__wait_t *w, int64_t timeout_us, sp__wait_kind_t kind)
 {
     sp__thread_t *t = sp__thread();
     atomic_init(&w->claimed, 0);
@@ -160,6 +160,7 @@ int sp__wait_begin(sp__wait_t *w, int64_t timeout_us)
         }
         sp__waiter_init_sole(&w->w); /* only the claimer promises */
         w->w.cancel = cancel_wait;
+        w->w.kind = (unsigned char)kind;
         return 0;
     }
     w->mode = SP__WAIT_THREAD;
@@ -182,8 +183,10 @@ void sp__wait_rearm(sp__wait_t *w)
     w->winner = NULL;
     if (w->mode == SP__WAIT_FIBER) {
         bool interruptible = w->w.cancel != NULL;
+        unsigned char kind = w->w.kind;
         sp__waiter_init_sole(&w->w);
         w->w.cancel = interruptible ? cancel_wait : NULL;
+        w->w.kind = kind;
     } else {
         w->done = false;
     }
@@ -267,7 +270,8 @@ void sp__wnode_withdraw(sp__spin_t *lk, sp__wq_t *q, const sp__wait_t *w,
     sp__spin_unlock(lk);
 }
 
-int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us)
+int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us,
+                    sp__wait_kind_t kind)
 {
     if (timeout_us == 0) {
         sp__spin_unlock(lk);
@@ -275,7 +279,7 @@ int sp__wait_queued(sp__spin_t *lk, sp__wq_t *q, int64_t timeout_us)
     }
     sp__wait_t w;
     sp__wnode_t n = {.wait = &w};
-    int rc = sp__wait_begin(&w, timeout_us);
+    int rc = sp__wait_begin(&w, timeout_us, kind);
     if (rc < 0) {
         sp__spin_unlock(lk);
         return rc;

@@ -1,0 +1,49 @@
+/* spindle debugging: a dump of every live fiber, like Go's goroutine dump.
+ *
+ * For each fiber that is not finished (pooled task fibers waiting for work
+ * are left out): its id, name, state (running, runnable, parked,
+ * suspended), what a parked fiber waits on (fd and direction, with the
+ * peer address of a socket; sleep; mutex, cond, rwlock, sem, wait group,
+ * channel, group, join; sp_park; sp_run_blocking), the worker it last ran
+ * on, its age, how long its current wait has lasted, its stack use, and a
+ * backtrace of every fiber that is not running, taken from its saved
+ * context by walking frame pointers. Fibers with the same state, wait kind
+ * and backtrace are grouped into one entry with their count.
+ *
+ * Symbols come from dladdr(): names of functions a shared object or an
+ * executable linked with -rdynamic exports; others (static functions, a
+ * plain executable's) print as module+offset, for addr2line. Frames of
+ * code built without frame pointers end the walk early. The dump may run
+ * while fibers run: a fiber that resumes during it may show a cut-short
+ * backtrace, never a fault. Details: docs/observability.md, "Fiber dumps".
+ */
+#ifndef SPINDLE_DEBUG_H
+#define SPINDLE_DEBUG_H
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    SP_DUMP_JSON = 1u << 0,   /* one JSON object instead of text */
+    SP_DUMP_NO_STACK = 1u << 1 /* no backtraces (group by state and wait) */
+};
+
+/* Write a dump of every live fiber to out (text, or JSON with
+ * SP_DUMP_JSON). Callable from any thread or fiber. Returns the number of
+ * fibers listed, or -ENOMEM / -EIO. */
+int sp_fibers_dump(FILE *out, unsigned flags);
+
+/* Make signal signo (e.g. SIGQUIT) write a text dump to fd (e.g. 2): the
+ * handler only writes a byte to a pipe; a thread of the library's makes
+ * the dump. One signal per process; 0, -EALREADY if one is installed, or
+ * -errno. The signal's previous disposition is replaced. */
+int sp_fibers_dump_on_signal(int signo, int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
