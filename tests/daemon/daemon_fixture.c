@@ -198,6 +198,8 @@ bool await_worker(proc_t *p, int64_t deadline)
             p->http_port = atoi(colon + 1);
         else if (strstr(line, "(echo)") && colon)
             p->echo_port = atoi(colon + 1);
+        else if (strstr(line, "(admin)") && colon)
+            p->admin_port = atoi(colon + 1);
         else if (sscanf(line, "worker pid %ld", &p->worker) == 1)
             return true;
     }

@@ -6,6 +6,7 @@
 #define SP_METRICS_SLOTS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,21 +34,36 @@ static inline int sp__slot(void)
     return __builtin_expect(s >= 0, 1) ? s : sp__slot_take();
 }
 
-/* The calling thread's copy of value i. */
+/* Value i of slot `slot`. */
 static inline _Atomic uint64_t *sp__slots_at(const sp__slots_t *s, int slot, size_t i)
 {
     return &s->v[(size_t)slot * s->stride + i];
 }
 
-static inline void sp__slots_add(const sp__slots_t *s, size_t i, uint64_t n)
+/* The calling thread's values in s, and whether other threads share them:
+ * look them up once for several adds. */
+static inline _Atomic uint64_t *sp__slots_mine(const sp__slots_t *s, bool *shared)
 {
     int slot = sp__slot();
-    _Atomic uint64_t *c = sp__slots_at(s, slot, i);
-    if (__builtin_expect(slot == SP__SLOT_SHARED, 0))
+    *shared = slot == SP__SLOT_SHARED;
+    return sp__slots_at(s, slot, 0);
+}
+
+/* Add n to c, one of the calling thread's values (sp__slots_mine). */
+static inline void sp__slot_add(_Atomic uint64_t *c, uint64_t n, bool shared)
+{
+    if (__builtin_expect(shared, 0))
         atomic_fetch_add_explicit(c, n, memory_order_relaxed);
     else
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                               memory_order_relaxed);
+}
+
+static inline void sp__slots_add(const sp__slots_t *s, size_t i, uint64_t n)
+{
+    bool shared;
+    _Atomic uint64_t *mine = sp__slots_mine(s, &shared);
+    sp__slot_add(mine + i, n, shared);
 }
 
 #endif

@@ -450,5 +450,9 @@ int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
     out->tasks_run = atomic_load_explicit(&w->tasks_run, memory_order_relaxed);
     out->switches = atomic_load_explicit(&w->switches, memory_order_relaxed);
     out->steals = atomic_load_explicit(&w->steals, memory_order_relaxed);
+    out->polls = atomic_load_explicit(&w->polls, memory_order_relaxed);
+    out->idle_us = atomic_load_explicit(&w->idle_ns, memory_order_relaxed) / 1000;
+    out->queued = atomic_load_explicit(&w->n_shared, memory_order_relaxed) +
+                  atomic_load_explicit(&w->n_bound, memory_order_relaxed);
     return 0;
 }
