@@ -276,13 +276,13 @@ struct sp_http_server {
 
 /* The server's counters (sp_http_server_stats), one slot per thread. */
 enum {
-    SP__HS_CONNS, SP__HS_REQUESTS, SP__HS_BAD, SP__HS_HANDLER_ERRORS, SP__HS_BUSY,
+    SP__HS_CONNS, SP__HS_BAD, SP__HS_HANDLER_ERRORS, SP__HS_BUSY,
     SP__HS_STATUS,                          /* 5: by class */
     SP__HS_BYTES_IN = SP__HS_STATUS + 5,
     SP__HS_BYTES_OUT,
     SP__HS_LIMIT,                           /* SP_HTTP_LIMITS of them */
     SP__HS_LATENCY = SP__HS_LIMIT + SP_HTTP_LIMITS, /* BUCKETS + 1 */
-    SP__HS_LATENCY_SUM = SP__HS_LATENCY + SP_HTTP_LATENCY_BUCKETS + 1,
+    SP__HS_LATENCY_SUM = SP__HS_LATENCY + SP_HTTP_LATENCY_BUCKETS + 1, /* ns */
     SP__HS_COUNT
 };
 static inline void sp__http_count(sp_http_server_t *srv, int which, uint64_t n)

@@ -154,7 +154,6 @@ int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *ou
     const sp__slots_t *n = &srv->n;
     *out = (sp_http_server_stats_t){
         .connections = sp__slots_sum(n, SP__HS_CONNS),
-        .requests = sp__slots_sum(n, SP__HS_REQUESTS),
         .bad_requests = sp__slots_sum(n, SP__HS_BAD),
         .handler_errors = sp__slots_sum(n, SP__HS_HANDLER_ERRORS),
         .busy = sp__slots_sum(n, SP__HS_BUSY),
@@ -163,10 +162,12 @@ int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *ou
         .bytes_out = sp__slots_sum(n, SP__HS_BYTES_OUT),
         .active = (uint64_t)atomic_load(&srv->conns),
         .idle = sp__http_count_idle((sp_http_server_t *)srv),
-        .latency_sum_us = sp__slots_sum(n, SP__HS_LATENCY_SUM),
+        .latency_sum_us = sp__slots_sum(n, SP__HS_LATENCY_SUM) / 1000,
     };
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
         out->status[i] = sp__slots_sum(n, SP__HS_STATUS + i);
+        out->requests += out->status[i];
+    }
     for (int i = 0; i < SP_HTTP_LIMITS; i++)
         out->limits[i] = sp__slots_sum(n, SP__HS_LIMIT + i);
     for (int i = 0; i <= SP_HTTP_LATENCY_BUCKETS; i++)
