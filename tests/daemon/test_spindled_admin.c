@@ -3,9 +3,11 @@
  * public server's address; when on, /metrics is a page a strict
  * Prometheus text-format reader (tests/tools/prom_parse.py) accepts, whose
  * counters move by a known load, /status links to the rest and
- * /debug/fibers answers 501. The public HTTP port serves none of them. */
+ * /debug/fibers answers 501, and a restarted worker's page counts the
+ * restart. The public HTTP port serves none of them. */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,26 @@ START_TEST(status_links_and_fibers_not_built)
 }
 END_TEST
 
+/* A worker killed and restarted: the new one's page counts the restart. */
+START_TEST(restart_counted)
+{
+    write_config("admin:\n  listen: 127.0.0.1:0\n");
+    proc_t p;
+    start_daemon(&p);
+    long old = p.worker;
+    ck_assert_int_eq(kill((pid_t)old, SIGKILL), 0);
+    p.admin_port = 0;
+    ck_assert_msg(await_worker(&p, now_ms() + 5000), "no new worker");
+    ck_assert_int_ne(p.worker, old);
+    ck_assert_int_gt(p.admin_port, 0);
+    char *page = malloc(PAGE);
+    ck_assert_int_eq(admin_get(&p, "/metrics", page), 200);
+    ck_assert_int_eq(parse_page(page, "'spindle_daemon_restarts_total=1'"), 0);
+    free(page);
+    stop_daemon(&p);
+}
+END_TEST
+
 /* Not configured: no admin line and nothing listening on what would be
  * its port. */
 START_TEST(off_unless_configured)
@@ -138,7 +160,7 @@ int main(void)
 {
     Suite *s = suite_create("spindled_admin");
     TCase *tc = SP_TEST_CASE(s, "admin", 60, setup, teardown, metrics_count_a_known_load,
-                             status_links_and_fibers_not_built, off_unless_configured,
+                             status_links_and_fibers_not_built, restart_counted, off_unless_configured,
                              public_address_refused_at_check);
     tcase_add_unchecked_fixture(tc, make_base, remove_base);
     return sp_test_run(s);
