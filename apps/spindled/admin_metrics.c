@@ -108,18 +108,26 @@ static void http(sp_metrics_out_t *o, const char *name, const sp_http_server_t *
               "Keep-alive connections waiting for a next request.", G, (double)st.idle});
 }
 
-static void tcp(sp_metrics_out_t *o, const char *name, const sp_tcp_server_t *srv)
+/* Connections per listening address of a server. */
+static void listeners(sp_metrics_out_t *o, const char *name, const void *srv,
+                      const app_server_ops_t *ops)
 {
-    sp_tcp_server_stats_t st;
-    if (!srv || sp_tcp_server_stats(srv, &st) < 0)
-        return;
-    const char *l[] = {"server", name, NULL};
-    EMIT_ALL(o, l,
-             {"spindle_tcp_accepted_total", "Connections handed to the handler.", C,
-              (double)st.accepted},
-             {"spindle_tcp_refused_total",
-              "Connections closed at once: over the limit or out of fds.", C, (double)st.refused},
-             {"spindle_tcp_active", "Handlers running now.", G, (double)st.active});
+    for (int i = 0; srv && i < ops->naddrs(srv); i++) {
+        sp_tcp_server_stats_t st;
+        sp_addr_t a;
+        char text[SP_ADDR_TEXT_MAX];
+        if (ops->addr_stats(srv, i, &st) < 0 || ops->addr(srv, i, &a) < 0)
+            continue;
+        sp_addr_format(&a, text, sizeof text);
+        const char *l[] = {"server", name, "listener", text, NULL};
+        EMIT_ALL(o, l,
+                 {"spindle_tcp_accepted_total", "Connections handed to the handler.", C,
+                  (double)st.accepted},
+                 {"spindle_tcp_refused_total",
+                  "Connections closed at once: over the limit or out of fds.", C,
+                  (double)st.refused},
+                 {"spindle_tcp_active", "Connections open now.", G, (double)st.active});
+    }
 }
 
 static void process(sp_metrics_out_t *o)
@@ -142,6 +150,8 @@ void spindled_collect(sp_metrics_out_t *o, void *arg)
     workers(o, s->io);
     http(o, "http", s->http);
     http(o, "admin", s->admin);
-    tcp(o, "echo", s->echo);
+    listeners(o, "http", s->http, &app_http_ops);
+    listeners(o, "admin", s->admin, &app_http_ops);
+    listeners(o, "echo", s->echo, &app_tcp_ops);
     process(o);
 }

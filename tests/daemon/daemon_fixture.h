@@ -72,6 +72,10 @@ bool await_worker(proc_t *p, int64_t deadline);
 
 void start_daemon(proc_t *p);
 
+/* SIGKILL the worker and wait (5 s) for the supervisor's next one, whose
+ * pid and ports p then holds (0: a server it does not run). */
+void restart_worker(proc_t *p);
+
 /* Wait for the process to exit (a pidfd: no polling loop); its status, or
  * -1 on timeout. */
 int wait_exit(pid_t pid, int timeout_ms);

@@ -7,7 +7,6 @@
  * restart. The public HTTP port serves none of them. */
 #include <check.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +37,7 @@ static int parse_page(const char *page, const char *expects)
 {
     const char *body = strstr(page, "\r\n\r\n");
     ck_assert_ptr_nonnull(body);
-    char path[160], cmd[1024];
+    char path[160], cmd[2048];
     snprintf(path, sizeof path, "%s/metrics.txt", dir);
     write_file(path, body + 4);
     snprintf(cmd, sizeof cmd, "python3 %s %s %s", PROM_PARSE, path, expects);
@@ -62,14 +61,15 @@ START_TEST(metrics_count_a_known_load)
                          200);
     close(echo_ping(p.echo_port));
     ck_assert_int_eq(admin_get(&p, "/metrics", page), 200);
-    char expects[512];
+    char expects[1024];
     snprintf(expects, sizeof expects,
              "'spindle_http_responses_total{server=\"http\",code=\"2xx\"}=%.0f' "
              "'spindle_http_request_duration_seconds_count{server=\"http\"}>=%d' "
              "'spindle_http_connections_total{server=\"http\"}>=%d' "
-             "'spindle_tcp_accepted_total{server=\"echo\"}=1' "
+             "'spindle_tcp_accepted_total{server=\"echo\",listener=\"127.0.0.1:%d\"}=1' "
+             "'spindle_tcp_accepted_total{server=\"http\",listener=\"127.0.0.1:%d\"}>=%d' "
              "'spindle_daemon_restarts_total=0' 'spindle_worker_tasks_run_total{worker=\"1\"}>=0'",
-             before + N, N, N);
+             before + N, N, N, p.echo_port, p.http_port, N);
     ck_assert_int_eq(parse_page(page, expects), 0);
     free(page);
     stop_daemon(&p);
@@ -100,11 +100,7 @@ START_TEST(restart_counted)
     write_config("admin:\n  listen: 127.0.0.1:0\n");
     proc_t p;
     start_daemon(&p);
-    long old = p.worker;
-    ck_assert_int_eq(kill((pid_t)old, SIGKILL), 0);
-    p.admin_port = 0;
-    ck_assert_msg(await_worker(&p, now_ms() + 5000), "no new worker");
-    ck_assert_int_ne(p.worker, old);
+    restart_worker(&p);
     ck_assert_int_gt(p.admin_port, 0);
     char *page = malloc(PAGE);
     ck_assert_int_eq(admin_get(&p, "/metrics", page), 200);

@@ -372,6 +372,8 @@ void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_u
  * and summed here: each is exact once the server is stopped, and a read
  * during traffic may miss the last updates of each thread. */
 int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out);
+/* Its TCP server's counts for address i (sp_tcp_server_addr_stats). */
+int sp_http_server_addr_stats(const sp_http_server_t *srv, int i, sp_tcp_server_stats_t *out);
 void sp_http_server_destroy(sp_http_server_t *srv);
 
 /* ---- client -------------------------------------------------------------- */

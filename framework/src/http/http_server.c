@@ -175,6 +175,11 @@ int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *ou
     return 0;
 }
 
+int sp_http_server_addr_stats(const sp_http_server_t *srv, int i, sp_tcp_server_stats_t *out)
+{
+    return sp_tcp_server_addr_stats(srv->tcp, i, out);
+}
+
 void sp_http_server_destroy(sp_http_server_t *srv)
 {
     if (!srv)
