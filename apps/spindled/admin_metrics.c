@@ -56,6 +56,8 @@ static void workers(sp_metrics_out_t *o, sp_iomanager_t *io)
                  {"spindle_worker_idle_seconds_total", "Time blocked waiting for work.", C,
                   (double)st.idle_us / 1e6},
                  {"spindle_worker_run_queue", "Tasks queued now.", G, (double)st.queued},
+                 {"spindle_worker_fibers", "Started task fibers living here: running, queued or "
+                  "parked.", G, (double)st.fibers},
                  {"spindle_io_fd_waits", "Fibers waiting on an fd now.", G, (double)x.fd_waits},
                  {"spindle_io_timers", "Timers armed now.", G, (double)x.timers});
     }

@@ -106,7 +106,7 @@ typedef struct sp__worker {
     _Atomic int exited;            /* extra worker's thread has ended */
     bool gone;                     /* under lock: no more pushes here */
     bool thread_live;              /* extra slot has a thread to join */
-    long owned;                    /* owner only: started fibers homed here */
+    _Atomic uint64_t owned;        /* owner-written: started fibers homed here */
     _Atomic long migrated_out;     /* of those, taken by other workers */
 } sp__worker_t;
 

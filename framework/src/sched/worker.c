@@ -252,7 +252,7 @@ static void retire(sp__worker_t *w, struct sp_fiber *f)
     while (atomic_load(&f->pins) || atomic_load(&f->wait_busy))
         sched_yield();
     sp__sched_bump(&w->tasks_run, 1);
-    w->owned--;
+    sp__sched_bump(&w->owned, (uint64_t)-1); /* one fewer */
     sp__sched_unreserve(w, true); /* its requeue slot (run_task) */
     sp__fiber_finished(f); /* its joiners */
     /* The scheduler's reference; while a handle holds another, the last
@@ -375,7 +375,7 @@ static void run_task(sp__worker_t *w, const sp__task_t *task)
             atomic_fetch_add(&from->migrated_out, 1);
             sp__sched_unreserve(from, true);
         }
-        w->owned++;
+        sp__sched_bump(&w->owned, 1);
         f->last_worker = w->index;
     }
     sp__sched_bump(&w->switches, 1);
@@ -422,7 +422,7 @@ static void publish_start(sp__worker_t *w, const struct sp_fiber *f)
 static bool try_leave(sp__worker_t *w)
 {
     sp_scheduler_t *s = w->s;
-    if (w->owned - atomic_load(&w->migrated_out) > 0)
+    if (atomic_load(&w->owned) != (uint64_t)atomic_load(&w->migrated_out))
         return false;
     if (s->ops.may_leave && !s->ops.may_leave(s, w->index))
         return false;
