@@ -88,15 +88,16 @@ static sp_metric_t *make(sp_metric_type_t type, const char *name, const char *he
     m->nbounds = type == SP_METRIC_HISTOGRAM ? nbounds : 0;
     if (m->nbounds)
         memcpy(m->bounds, bounds, nbounds * sizeof *bounds);
+    int err = (m->labels = sp__metrics_label_text(labels)) ? 0 : errno; /* EINVAL, ENOMEM */
     m->name = strdup(name);
     m->help = strdup(help ? help : "");
-    m->labels = sp__metrics_label_text(labels);
     size_t values = type == SP_METRIC_HISTOGRAM ? nbounds + 2 : 1;
-    if (!m->name || !m->help || !m->labels ||
-        (type != SP_METRIC_GAUGE && sp__slots_init(&m->slots, values) < 0)) {
-        int err = m->labels || errno == EINVAL ? errno : ENOMEM;
+    if (!err && (!m->name || !m->help ||
+                 (type != SP_METRIC_GAUGE && sp__slots_init(&m->slots, values) < 0)))
+        err = ENOMEM;
+    if (err) {
         metric_free(m);
-        errno = err ? err : ENOMEM;
+        errno = err;
         return NULL;
     }
     pthread_mutex_lock(&lock);
