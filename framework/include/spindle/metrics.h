@@ -6,7 +6,8 @@
  * A counter or histogram keeps one slot per thread that updates it, each
  * written only by its thread (a relaxed load and store, no locked
  * instruction, no shared cache line) and summed when the page is written;
- * threads past SP_METRICS_SLOTS share a last slot with atomic adds. Values
+ * threads past the first SP_METRICS_SLOTS - 1 share the last slot, with
+ * atomic adds. Values
  * that something else already counts (a server's stats) are better read
  * at write time by a collector (sp_metrics_add_collector) than counted
  * twice.
@@ -28,7 +29,7 @@
 extern "C" {
 #endif
 
-/* Threads with a slot of their own in every counter and histogram. */
+/* Slots of every counter and histogram: one per thread, the last shared. */
 #define SP_METRICS_SLOTS 64
 /* Most bucket bounds of one histogram (+Inf comes on top). */
 #define SP_METRICS_MAX_BUCKETS 32
