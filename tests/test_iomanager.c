@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -395,6 +396,62 @@ START_TEST(waiting_two_seconds_uses_no_cpu)
 }
 END_TEST
 
+/* ---- stats ---------------------------------------------------------------- */
+
+/* Summed over the workers: fd waits and timers now, polls and idle time. */
+static sp_io_stats_t io_totals(sp_worker_stats_t *sched)
+{
+    sp_io_stats_t sum = {0};
+    *sched = (sp_worker_stats_t){0};
+    for (int w = 0; w < 2; w++) {
+        sp_io_stats_t x;
+        sp_worker_stats_t y;
+        ck_assert_int_eq(sp_iomanager_stats(io, w, &x), 0);
+        ck_assert_int_eq(sp_scheduler_stats(sp_iomanager_scheduler(io), w, &y), 0);
+        sum.fd_waits += x.fd_waits;
+        sum.timers += x.timers;
+        sched->polls += y.polls;
+        sched->idle_us += y.idle_us;
+        sched->fibers += y.fibers;
+    }
+    return sum;
+}
+
+/* Bounded: until the totals show `waits` fd waits, `timers` timers and
+ * `fibers` live task fibers. */
+static bool await_totals(uint64_t waits, uint64_t timers, uint64_t fibers)
+{
+    sp_worker_stats_t sched;
+    for (int i = 0; i < 10000; i++) {
+        sp_io_stats_t t = io_totals(&sched);
+        if (t.fd_waits == waits && t.timers == timers && sched.fibers == fibers)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+/* A wait with a timeout shows as one fd wait, one timer and one live
+ * fiber while it lasts; the workers that idled meanwhile count their polls and time. */
+START_TEST(stats_show_waits_and_timers)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, cpair), 0);
+    atomic_store(&cancel_result, 1);
+    spawn(timed_wait_2s, NULL);
+    ck_assert(await_totals(1, 1, 1));
+    ck_assert_int_eq(write(cpair[1], "x", 1), 1);
+    ck_assert(await_totals(0, 0, 0));
+    ck_assert_int_eq(atomic_load(&cancel_result), 0);
+    sp_worker_stats_t sched;
+    io_totals(&sched);
+    ck_assert_uint_gt(sched.polls, 0);
+    ck_assert_uint_gt(sched.idle_us, 0);
+    ck_assert_int_eq(sp_iomanager_stats(io, 2, &(sp_io_stats_t){0}), -EINVAL);
+    close(cpair[0]);
+    close(cpair[1]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("iomanager");
@@ -411,6 +468,7 @@ int main(void)
     tcase_add_test(tc, wait_timeout);
     tcase_add_test(tc, wait_outside_fiber_refused);
     tcase_add_test(tc, waiting_two_seconds_uses_no_cpu);
+    tcase_add_test(tc, stats_show_waits_and_timers);
     suite_add_tcase(s, tc);
     return sp_test_run(s);
 }

@@ -119,10 +119,20 @@ static void http_stop(void *srv, int64_t drain_us)
     sp_http_server_stop(srv, drain_us);
 }
 
+static int tcp_addr_stats(const void *srv, int i, sp_tcp_server_stats_t *out)
+{
+    return sp_tcp_server_addr_stats(srv, i, out);
+}
+
+static int http_addr_stats(const void *srv, int i, sp_tcp_server_stats_t *out)
+{
+    return sp_http_server_addr_stats(srv, i, out);
+}
+
 const app_server_ops_t app_tcp_ops = {tcp_listen, tcp_naddrs, tcp_addr, tcp_start,
-                                      tcp_stop};
+                                      tcp_stop, tcp_addr_stats};
 const app_server_ops_t app_http_ops = {http_listen, http_naddrs, http_addr,
-                                       http_start, http_stop};
+                                       http_start, http_stop, http_addr_stats};
 
 int app_listen_all(const app_server_ops_t *ops, void *srv, const char *const *texts,
                    size_t n, const char *prefix)

@@ -9,6 +9,7 @@
 #include <spindle/http.h>
 #include <spindle/iomanager.h>
 #include <spindle/net.h>
+#include <spindle/tcp_server.h>
 
 /* GET /plaintext ("Hello, World!", text/plain) and GET /json
  * ({"message":"Hello, World!"}), the TechEmpower-style answers. */
@@ -52,6 +53,8 @@ typedef struct app_server_ops {
     int (*addr)(const void *srv, int i, sp_addr_t *out);
     int (*start)(void *srv);
     void (*stop)(void *srv, int64_t drain_us);
+    /* The connection counts of address i. */
+    int (*addr_stats)(const void *srv, int i, sp_tcp_server_stats_t *out);
 } app_server_ops_t;
 
 extern const app_server_ops_t app_tcp_ops;  /* sp_tcp_server_t */

@@ -212,6 +212,72 @@ int spindled_check_servers(const spindled_t *d)
     return 0;
 }
 
+/* Reachable from this host only: loopback, or a Unix socket. */
+static bool local_only(const sp_addr_t *a)
+{
+    if (sp_addr_family(a) == AF_UNIX)
+        return true;
+    if (sp_addr_family(a) == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)&a->ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
+}
+
+/* Whether `a` clashes with an address of the list variable `list`. */
+static const char *clashes_with(const sp_addr_t *a, const sp_cvar_t *list)
+{
+    const sp_strlist_t *l = sp_cvar_list(list);
+    for (size_t i = 0; i < l->n; i++) {
+        sp_addr_t b;
+        if (sp_addr_resolve(l->items[i], &b, 1) == 1 && clash(a, &b))
+            return l->items[i];
+    }
+    return NULL;
+}
+
+int spindled_check_admin(const spindled_t *d)
+{
+    const spindled_vars_t *v = &d->v;
+    const char *text = sp_cvar_string(v->admin_listen);
+    char show[80], other[80];
+    sp_addr_t a;
+    if (!*text || sp_addr_resolve(text, &a, 1) != 1) /* empty, or its check said */
+        return 0;
+    shown(text, show, sizeof show);
+    if (!local_only(&a) && !sp_cvar_bool(v->admin_allow_public)) {
+        fprintf(stderr,
+                "%s: %s: admin.listen: '%s' is not a loopback address (metrics and fiber "
+                "dumps show internals; to serve them there, set admin.allow_public: true)\n",
+                spindled_name, sp_cvar_source(v->admin_listen), show);
+        return -EINVAL;
+    }
+    const sp_cvar_t *lists[] = {v->http_enabled, v->http_listen, v->echo_enabled,
+                                v->echo_listen};
+    for (int i = 0; i < 4; i += 2) {
+        const char *hit = sp_cvar_bool(lists[i]) ? clashes_with(&a, lists[i + 1]) : NULL;
+        if (!hit)
+            continue;
+        fprintf(stderr, "%s: %s: admin.listen: '%s' clashes with '%s' of %s (%s)\n",
+                spindled_name, sp_cvar_source(v->admin_listen), show,
+                shown(hit, other, sizeof other), sp_cvar_name(lists[i + 1]),
+                sp_cvar_source(lists[i + 1]));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* admin.listen: "" (none) or one address that resolves. */
+static int check_admin_listen(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
+{
+    (void)arg;
+    sp_addr_t a;
+    char show[80];
+    if (!*v->u.s || sp_addr_resolve(v->u.s, &a, 1) == 1)
+        return 0;
+    return REFUSE("bad address '%s' (host:port, [v6]:port or unix:/path)",
+                  shown(v->u.s, show, sizeof show));
+}
+
 int spindled_add_checks(spindled_t *d)
 {
     if (!getcwd(d->start_dir, sizeof d->start_dir))
@@ -226,6 +292,7 @@ int spindled_add_checks(spindled_t *d)
         {d->v.http_root, check_root, d},
         {d->v.http_server_name, check_server_name, NULL},
         {d->v.echo_listen, check_listen, "echo"},
+        {d->v.admin_listen, check_admin_listen, NULL},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         int rc = sp_cvar_set_check(checks[i].v, checks[i].fn, checks[i].arg);

@@ -3,8 +3,9 @@
  *   spindled -c conf/spindle.yml [-d] [-s key=value]... [--print-config]
  *
  * Serves what the configuration lists: an HTTP server (/plaintext, /json,
- * a static root, and when enabled /status and /slow?ms=N) and an echo
- * server. -d detaches;
+ * a static root, and when enabled /status and /slow?ms=N), an echo
+ * server and, when admin.listen is set, an admin listener (/metrics,
+ * /status, /debug/fibers). -d detaches;
  * a supervisor process restarts the worker when it dies (spindle/daemon.h).
  * SIGTERM/SIGINT stop gracefully, SIGHUP reloads the configuration and
  * reopens log files. --print-config prints every variable, its value and
@@ -99,6 +100,11 @@ static int declare(spindled_vars_t *v)
         {"echo.write_timeout", SP_CVAR_DURATION, "30s", "0", "1d",
          "close a connection whose client takes nothing back this long; "
          "0: never (live on SIGHUP)", &v->echo_write_timeout},
+        {"admin.listen", SP_CVAR_STRING, "", NULL, NULL,
+         "admin listener (/metrics, /status, /debug/fibers): host:port, [v6]:port "
+         "or unix:/path; empty: none", &v->admin_listen},
+        {"admin.allow_public", SP_CVAR_BOOL, "false", NULL, NULL,
+         "let admin.listen be an address other than loopback", &v->admin_allow_public},
     };
     char *errors = NULL;
     int rc = sp_config_declare(NULL, decls, sizeof decls / sizeof decls[0], &errors);
@@ -226,7 +232,7 @@ int main(int argc, char **argv)
     cli_t c = parse_args(argc, argv);
     if (c.config && absolute_paths(&d, c.config) < 0)
         return 2;
-    if (load_all(&d) < 0 || spindled_check_servers(&d) < 0)
+    if (load_all(&d) < 0 || spindled_check_servers(&d) < 0 || spindled_check_admin(&d) < 0)
         return 2;
     if (c.print_config)
         return sp_config_print(NULL, stdout) == 0 ? 0 : 1;

@@ -7,6 +7,11 @@
 #include <limits.h>
 
 #include <spindle/config.h>
+#include <spindle/http.h>
+#include <spindle/metrics.h>
+#include <spindle/tcp_server.h>
+
+#include "apps_common.h"
 
 /* Every variable the daemon reads, declared in main.c. */
 typedef struct spindled_vars {
@@ -19,6 +24,7 @@ typedef struct spindled_vars {
         *http_server_name, *http_access_log, *http_status_route, *http_slow_route;
     sp_cvar_t *echo_enabled, *echo_listen, *echo_max_conns, *echo_idle_timeout,
         *echo_write_timeout;
+    sp_cvar_t *admin_listen, *admin_allow_public;
 } spindled_vars_t;
 
 typedef struct spindled {
@@ -27,6 +33,19 @@ typedef struct spindled {
     char root[PATH_MAX];        /* http.root made absolute at start */
     char start_dir[PATH_MAX];   /* where relative paths are taken from */
 } spindled_t;
+
+/* What a worker process runs (worker.c; the admin listener: admin.c). */
+typedef struct spindled_servers {
+    sp_iomanager_t *io;
+    sp_http_router_t *routes;
+    sp_http_static_t *files;
+    sp_http_server_t *http;
+    sp_tcp_server_t *echo;
+    app_echo_t *echo_service; /* the echo handler and its timeouts */
+    sp_http_router_t *admin_routes;
+    sp_http_server_t *admin; /* NULL unless admin.listen is set */
+    spindled_t *d;
+} spindled_servers_t;
 
 extern const char *const spindled_name;
 
@@ -40,6 +59,23 @@ int spindled_add_checks(spindled_t *d);
  * enabled) listen on no common address. Prints the clash with both
  * sources; 0 or -EINVAL. Checked at start: addresses are only read then. */
 int spindled_check_servers(const spindled_t *d);
+
+/* The admin listener is refused at start on an address other programs
+ * on other hosts could reach, unless admin.allow_public, and on one that
+ * the HTTP or echo server listens on. Prints why; 0 or -EINVAL. */
+int spindled_check_admin(const spindled_t *d);
+
+/* The admin listener (admin.c): /metrics, /status, /debug/fibers on
+ * admin.listen, a server of its own. create: nothing when admin.listen is
+ * empty; 0 or a negative errno (printed). start after the IOManager. */
+int spindled_admin_create(spindled_servers_t *s);
+int spindled_admin_start(spindled_servers_t *s);
+void spindled_admin_stop(spindled_servers_t *s, int64_t drain_us);
+void spindled_admin_destroy(spindled_servers_t *s);
+
+/* The metrics collector of the worker's servers (admin_metrics.c); arg:
+ * the spindled_servers_t. */
+void spindled_collect(sp_metrics_out_t *out, void *arg);
 
 /* Load the configuration file again and the environment; log problems and
  * keep the old values when it is bad. 0 or a negative errno. */

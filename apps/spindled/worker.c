@@ -19,7 +19,6 @@
 #include <spindle/tcp_server.h>
 #include <spindle/timer.h>
 
-#include "apps_common.h"
 #include "spindled.h"
 
 /* /slow sleeps at most this long: a test route, not a way to pin fibers. */
@@ -29,15 +28,7 @@ enum { SLOW_MAX_MS = 60000 };
  * requests to be in progress before they stop or reload the daemon. */
 static atomic_int slow_active;
 
-typedef struct servers {
-    sp_iomanager_t *io;
-    sp_http_router_t *routes;
-    sp_http_static_t *files;
-    sp_http_server_t *http;
-    sp_tcp_server_t *echo;
-    app_echo_t *echo_service; /* the echo handler and its timeouts */
-    spindled_t *d;
-} servers_t;
+typedef spindled_servers_t servers_t;
 
 /* ---- routes ---------------------------------------------------------------- */
 
@@ -191,8 +182,11 @@ static int start(servers_t *s)
         return bind_failed(rc, v->http_listen);
     if (s->echo && (rc = sp_tcp_server_start(s->echo)) < 0)
         return bind_failed(rc, v->echo_listen);
+    if ((rc = spindled_admin_start(s)) < 0)
+        return rc;
     app_print_all(&app_http_ops, s->http, "http");
     app_print_all(&app_tcp_ops, s->echo, "echo");
+    app_print_all(&app_http_ops, s->admin, "admin");
     fflush(stdout);
     /* Before "worker pid": whoever reads that line (a test) knows the
      * supervisor will count this worker as started. */
@@ -221,7 +215,9 @@ static void stop_and_destroy(servers_t *s)
         sp_http_server_stop(s->http, us_until(deadline));
     if (s->echo)
         sp_tcp_server_stop(s->echo, us_until(deadline));
+    spindled_admin_stop(s, us_until(deadline));
     sp_iomanager_stop(s->io);
+    spindled_admin_destroy(s);
     sp_http_server_destroy(s->http);
     sp_tcp_server_destroy(s->echo);
     sp_iomanager_destroy(s->io);
@@ -273,6 +269,8 @@ int spindled_worker(void *arg)
         rc = create_http(&s);
     if (rc == 0)
         rc = create_echo(&s);
+    if (rc == 0)
+        rc = spindled_admin_create(&s);
     if (rc == 0)
         rc = start(&s);
     if (rc < 0) {

@@ -198,6 +198,8 @@ bool await_worker(proc_t *p, int64_t deadline)
             p->http_port = atoi(colon + 1);
         else if (strstr(line, "(echo)") && colon)
             p->echo_port = atoi(colon + 1);
+        else if (strstr(line, "(admin)") && colon)
+            p->admin_port = atoi(colon + 1);
         else if (sscanf(line, "worker pid %ld", &p->worker) == 1)
             return true;
     }
@@ -211,6 +213,15 @@ void start_daemon(proc_t *p)
     ck_assert_msg(await_worker(p, now_ms() + 10000), "spindled did not start");
     ck_assert_int_gt(p->http_port, 0);
     ck_assert_int_gt(p->echo_port, 0);
+}
+
+void restart_worker(proc_t *p)
+{
+    long old = p->worker;
+    ck_assert_int_eq(kill((pid_t)old, SIGKILL), 0);
+    p->http_port = p->echo_port = p->admin_port = 0;
+    ck_assert_msg(await_worker(p, now_ms() + 5000), "no new worker within 5 s");
+    ck_assert_int_ne(p->worker, old);
 }
 
 /* Wait for the process to exit (a pidfd: no polling loop); its status, or

@@ -16,7 +16,7 @@ typedef struct proc {
     int out, err; /* its stdout and stderr (read ends) */
     char buf[4096];
     size_t len; /* bytes of stdout read and not yet taken as lines */
-    int http_port, echo_port;
+    int http_port, echo_port, admin_port; /* 0: not listening */
     long worker;
 } proc_t;
 
@@ -71,6 +71,10 @@ const char *next_line(proc_t *p, int64_t deadline, char *line, size_t size);
 bool await_worker(proc_t *p, int64_t deadline);
 
 void start_daemon(proc_t *p);
+
+/* SIGKILL the worker and wait (5 s) for the supervisor's next one, whose
+ * pid and ports p then holds (0: a server it does not run). */
+void restart_worker(proc_t *p);
 
 /* Wait for the process to exit (a pidfd: no polling loop); its status, or
  * -1 on timeout. */

@@ -45,11 +45,11 @@ section() { sed -n "/^==$2==\$/,/^==/p" <<<"$1"; }
 check() { # check WHAT OUTPUT
   local what=$1 out=$2 list
   list=$(section "$out" list)
-  grep -Eq "^ +$reader +SUSPENDED .* reader +reader" <<<"$list" || fail "$what: reader not listed"
-  grep -Eq "^ +$sleeper +SUSPENDED .* sleeper +sleeper" <<<"$list" || fail "$what: sleeper not listed"
+  grep -Eq "^ +$reader +SUSPENDED .* reader .* reader$" <<<"$list" || fail "$what: reader not listed"
+  grep -Eq "^ +$sleeper +SUSPENDED .* sleeper .* sleeper$" <<<"$list" || fail "$what: sleeper not listed"
   grep -Eq "^ +$not_started +READY .* not-started" <<<"$list" || fail "$what: not-started not listed"
   grep -Eq "^ +$finished +DONE .* finished" <<<"$list" || fail "$what: finished not listed"
-  grep -Eq "^ +$running +RUNNING .* running +wait_forever" <<<"$list" || fail "$what: running not listed"
+  grep -Eq "^ +$running +RUNNING .* running .* wait_forever$" <<<"$list" || fail "$what: running not listed"
   grep -q '^5 fibers$' <<<"$list" || fail "$what: not 5 fibers"
   section "$out" reader | grep -q ' park_in_read ()' || fail "$what: reader's bt"
   section "$out" reader | grep -q 'park_in_sleep' && fail "$what: reader's bt shows the sleeper"

@@ -204,6 +204,66 @@ START_TEST(access_log_line_per_request)
 }
 END_TEST
 
+/* ---- stats ------------------------------------------------------------------------ */
+
+static sp_http_server_stats_t stats_now(void)
+{
+    sp_http_server_stats_t st;
+    ck_assert_int_eq(sp_http_server_stats(S.http, &st), 0);
+    return st;
+}
+
+/* The connection that answered waits for a next request: the server marks
+ * it idle a moment after its answer left, so wait (bounded) for that. */
+static void wait_idle(uint64_t n)
+{
+    for (int i = 0; i < 10000 && stats_now().idle != n; i++)
+        usleep(1000);
+    ck_assert_uint_eq(stats_now().idle, n);
+}
+
+/* N requests on one keep-alive connection, a 404 and a 414: each counter
+ * moves by what was sent and answered. */
+START_TEST(stats_count_a_known_load)
+{
+    enum { N = 25 };
+    sp_http_server_stats_t a = stats_now();
+    client_t *c = client_open(&S.addr);
+    resp_t r;
+    size_t sent = 0;
+    for (int i = 0; i < N; i++) {
+        roundtrip(c, GET("/hello"), &r);
+        ck_assert_int_eq(r.status, 200);
+        resp_free(&r);
+        sent += strlen(GET("/hello"));
+    }
+    roundtrip(c, GET("/missing"), &r);
+    ck_assert_int_eq(r.status, 404);
+    resp_free(&r);
+    sent += strlen(GET("/missing"));
+    wait_idle(1);
+    sp_http_server_stats_t b = stats_now();
+    ck_assert_uint_eq(b.requests - a.requests, N + 1);
+    ck_assert_uint_eq(b.status[1] - a.status[1], N);
+    ck_assert_uint_eq(b.status[3] - a.status[3], 1);
+    ck_assert_uint_eq(b.bytes_in - a.bytes_in, sent);
+    ck_assert_uint_eq(b.active, 1);
+    uint64_t timed = 0;
+    for (int i = 0; i <= SP_HTTP_LATENCY_BUCKETS; i++)
+        timed += b.latency[i] - a.latency[i];
+    ck_assert_uint_eq(timed, N + 1);
+    ck_assert_uint_gt(b.bytes_out, a.bytes_out);
+    client_close(c);
+    char *req = malloc(20000);
+    snprintf(req, 20000, "GET /%0*d HTTP/1.1\r\nHost: t\r\n\r\n", 10000, 0);
+    expect_refused(req, strlen(req), 414);
+    free(req);
+    sp_http_server_stats_t z = stats_now();
+    ck_assert_uint_eq(z.limits[SP_HTTP_LIMIT_URI] - a.limits[SP_HTTP_LIMIT_URI], 1);
+    ck_assert_uint_eq(z.status[3] - a.status[3], 2);
+}
+END_TEST
+
 /* ---- stop ------------------------------------------------------------------------- */
 
 START_TEST(stop_closes_idle_keepalive_at_once)
@@ -461,7 +521,7 @@ int main(void)
     Suite *s = http_suite("http_server");
     ADD_CASE(s, "server", setup_default, server_stop, get_has_length_date_server,
              router_exact_prefix_glob, router_405_with_allow, router_default_handler,
-             thousand_concurrent_keepalive_clients);
+             thousand_concurrent_keepalive_clients, stats_count_a_known_load);
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once,
              stop_during_handler_answers_connection_close);

@@ -297,6 +297,52 @@ START_TEST(connection_limit_refuses)
 }
 END_TEST
 
+static void expect_counts(const sp_tcp_server_stats_t *st, uint64_t accepted,
+                          uint64_t refused, uint64_t active)
+{
+    ck_assert_uint_eq(st->accepted, accepted);
+    ck_assert_uint_eq(st->refused, refused);
+    ck_assert_uint_eq(st->active, active);
+}
+
+/* Two addresses under one limit of 2: each address counts its own
+ * connections, and the refusal lands on the address it came in on. */
+START_TEST(counts_per_address)
+{
+    server_t s = {.io = sp_iomanager_create("srv", 2, false)};
+    ck_assert_ptr_nonnull(s.io);
+    ck_assert_int_eq(sp_iomanager_start(s.io), 0);
+    sp_tcp_server_opts_t o = {.max_conns = 2};
+    s.srv = sp_tcp_server_create(s.io, echo, NULL, &o);
+    sp_addr_t at[2];
+    ck_assert_int_eq(sp_addr_parse("127.0.0.1:0", &at[0]), 0);
+    ck_assert_int_eq(sp_addr_parse("[::1]:0", &at[1]), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(sp_tcp_server_listen(s.srv, &at[i]), 0);
+    ck_assert_int_eq(sp_tcp_server_start(s.srv), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(sp_tcp_server_addr(s.srv, i, &at[i]), 0);
+    int a = client(&at[0]), b = client(&at[1]);
+    roundtrip(a, "a");
+    roundtrip(b, "b");
+    int c = client(&at[1]); /* over the limit: accepted and closed at once */
+    char x;
+    ck_assert_int_le(read(c, &x, 1), 0);
+    sp_tcp_server_stats_t st[2], all;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(sp_tcp_server_addr_stats(s.srv, i, &st[i]), 0);
+    ck_assert_int_eq(sp_tcp_server_addr_stats(s.srv, 2, &all), -EINVAL);
+    sp_tcp_server_stats(s.srv, &all);
+    expect_counts(&st[0], 1, 0, 1);
+    expect_counts(&st[1], 1, 1, 1);
+    expect_counts(&all, 2, 1, 2);
+    close(a);
+    close(b);
+    close(c);
+    server_stop(&s);
+}
+END_TEST
+
 /* Set the soft open-file limit; returns the old limits. */
 static struct rlimit set_nofile(rlim_t cur)
 {
@@ -484,7 +530,7 @@ int main(void)
     SP_TEST_CASE(s, "server", 120, NULL, NULL, addresses_parse_and_print,
                  echo_ipv4_ipv6_unix, nodelay_option_reaches_connections,
                  thousand_concurrent_clients, sixteen_mib_roundtrip_and_half_close,
-                 client_reset_mid_message, connection_limit_refuses,
+                 client_reset_mid_message, connection_limit_refuses, counts_per_address,
                  default_limit_from_open_file_limit,
                  http_default_limit_from_open_file_limit,
                  graceful_stop_with_open_connections, drain_refuses_new_connections);

@@ -242,9 +242,33 @@ class InfoSpindleFibers(gdb.Command):
                 mark, fid, state(f), int(f["last_worker"]),
                 name or "-")
             for n in extra:
-                line += " %-12s" % str(f[n])
+                line += " %-12s" % _field_text(f, n)
             gdb.write(line + " " + _entry(f) + "\n")
         gdb.write("%d fiber%s\n" % (count, "" if count == 1 else "s"))
+
+
+def _wait_kind_names():
+    """sp__wait_kind_t's names by value ("fd_read", "sleep"...), or {}."""
+    try:
+        t = gdb.lookup_type("sp__wait_kind_t").strip_typedefs()
+    except gdb.error:
+        return {}
+    return {int(fl.enumval): fl.name.replace("SP__WAIT_", "").lower()
+            for fl in t.fields()}
+
+
+def _field_text(f, n):
+    """An optional field as text: the wait kind by name (with its fd) for a
+    parked fiber, "-" for one that waits on nothing."""
+    if n != "wait_kind":
+        return str(f[n])
+    if state(f) != "SUSPENDED":
+        return "-"
+    v = int(f[n])
+    text = _wait_kind_names().get(v, str(v))
+    if text.startswith("fd_") and _has_field(f.type, "wait_fd"):
+        text += ":%d" % int(f["wait_fd"])
+    return text if v else "-"
 
 
 def _entry(f):

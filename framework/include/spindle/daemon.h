@@ -87,6 +87,11 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg);
  * Does nothing elsewhere or when called again. */
 void sp_daemon_ready(void);
 
+/* In a worker: how many times its supervisor restarted a dead worker
+ * before this one was forked (0 in the first worker, and without a
+ * supervisor). */
+uint64_t sp_daemon_restarts(void);
+
 /* The signals a worker waits for: SIGTERM, SIGINT, SIGHUP. */
 void sp_daemon_signals(sigset_t *set);
 /* Block them in the calling thread (threads started later inherit it). */

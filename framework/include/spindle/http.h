@@ -314,6 +314,20 @@ typedef struct sp_http_server sp_http_server_t;
  * starts. */
 int sp_http_server_check_name(const char *name);
 
+/* The kinds of limit a request can be refused by (stats.limits). */
+enum {
+    SP_HTTP_LIMIT_TIMEOUT, /* 408: headers or body too slow */
+    SP_HTTP_LIMIT_BODY,    /* 413: body over max_body */
+    SP_HTTP_LIMIT_URI,     /* 414: request target too long */
+    SP_HTTP_LIMIT_HEADERS, /* 431: header section too big */
+    SP_HTTP_LIMIT_BUSY,    /* 503: max_conns, or the bodies held in memory */
+    SP_HTTP_LIMITS
+};
+
+/* The latency buckets' upper bounds, in microseconds (stats.latency). */
+#define SP_HTTP_LATENCY_BOUNDS_US                                                      {100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,      1000000, 2500000, 5000000, 10000000}
+#define SP_HTTP_LATENCY_BUCKETS 16
+
 typedef struct sp_http_server_stats {
     uint64_t connections; /* accepted and served */
     uint64_t requests;    /* responses sent (any status) */
@@ -321,6 +335,17 @@ typedef struct sp_http_server_stats {
     uint64_t handler_errors; /* handlers that returned an error */
     uint64_t busy;         /* answered 503 (connections, bodies) */
     uint64_t body_bytes;   /* request body bytes held in memory now */
+    uint64_t status[5];    /* responses by class: [0] 1xx ... [4] 5xx */
+    uint64_t bytes_in, bytes_out; /* read from and sent to clients */
+    uint64_t active;       /* connections open now */
+    uint64_t idle;         /* of those, waiting for a next request */
+    uint64_t limits[SP_HTTP_LIMITS]; /* requests refused, by limit */
+    /* Responses by time from the request's first byte to its response
+     * being laid out: latency[i] those within bound i of
+     * SP_HTTP_LATENCY_BOUNDS_US (not cumulative), latency[BUCKETS] the
+     * slower ones; their sum in microseconds. */
+    uint64_t latency[SP_HTTP_LATENCY_BUCKETS + 1];
+    uint64_t latency_sum_us;
 } sp_http_server_stats_t;
 
 /* handler(req, res, arg) serves every request (a router's dispatch, a
@@ -343,8 +368,12 @@ int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us);
  * wait, on new and open connections alike, uses the new values. */
 void sp_http_server_set_timeouts(sp_http_server_t *srv, int64_t header_timeout_us,
                                  int64_t keepalive_timeout_us);
-/* 0 (the shape of every sp_*_stats). */
+/* 0 (the shape of every sp_*_stats). The counters are kept per thread
+ * and summed here: each is exact once the server is stopped, and a read
+ * during traffic may miss the last updates of each thread. */
 int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out);
+/* Its TCP server's counts for address i (sp_tcp_server_addr_stats). */
+int sp_http_server_addr_stats(const sp_http_server_t *srv, int i, sp_tcp_server_stats_t *out);
 void sp_http_server_destroy(sp_http_server_t *srv);
 
 /* ---- client -------------------------------------------------------------- */

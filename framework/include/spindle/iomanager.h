@@ -46,6 +46,15 @@ int sp_iomanager_stop(sp_iomanager_t *io);
 void sp_iomanager_destroy(sp_iomanager_t *io);
 /* The embedded scheduler: use it with sp_schedule() and friends. */
 sp_scheduler_t *sp_iomanager_scheduler(sp_iomanager_t *io);
+
+/* What one worker of an IOManager waits on now (as sp_scheduler_stats,
+ * worker 0 .. sp_scheduler_threads() - 1 or more with growth). */
+typedef struct sp_io_stats {
+    uint64_t fd_waits; /* fibers waiting on an fd, homed on this worker */
+    uint64_t timers;   /* timers armed on its heap (sleeps, timeouts) */
+} sp_io_stats_t;
+/* 0 or -EINVAL. */
+int sp_iomanager_stats(const sp_iomanager_t *io, int worker, sp_io_stats_t *out);
 /* The IOManager of the calling worker thread, or NULL. */
 sp_iomanager_t *sp_iomanager_current(void);
 

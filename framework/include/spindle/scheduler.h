@@ -153,6 +153,11 @@ typedef struct sp_worker_stats {
     uint64_t tasks_run; /* tasks that finished on this worker */
     uint64_t switches;  /* switches into task fibers */
     uint64_t steals;    /* tasks taken from another worker's queue */
+    uint64_t polls;     /* event polls: waits for work, and busy ticks */
+    uint64_t idle_us;   /* time blocked waiting for work */
+    uint64_t queued;    /* tasks in its shared and bound queues now */
+    uint64_t fibers;    /* started task fibers living here now: running,
+                           queued again or parked (waiting) */
 } sp_worker_stats_t;
 
 /* Counters of one worker (0 .. max_threads-1 with growth); exact once the

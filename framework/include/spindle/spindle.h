@@ -9,6 +9,7 @@
 #include "spindle/fiber.h"
 #include "spindle/config.h"
 #include "spindle/log.h"
+#include "spindle/metrics.h"
 #include "spindle/scheduler.h"
 #include "spindle/task.h"
 #include "spindle/iomanager.h"

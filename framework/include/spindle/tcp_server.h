@@ -84,6 +84,9 @@ int sp_tcp_server_start(sp_tcp_server_t *srv);
 int sp_tcp_server_stop(sp_tcp_server_t *srv, int64_t drain_us);
 /* Stats, like every sp_*_stats: fill *out, 0 or -errno. */
 int sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out);
+/* The same for the connections that came in on address i (as
+ * sp_tcp_server_addr); -EINVAL for no such address. */
+int sp_tcp_server_addr_stats(const sp_tcp_server_t *srv, int i, sp_tcp_server_stats_t *out);
 /* Free a stopped (or never started) server. */
 void sp_tcp_server_destroy(sp_tcp_server_t *srv);
 

@@ -23,6 +23,10 @@
 #include "spindle/daemon.h"
 #include "spindle/log.h"
 
+/* Workers the supervisor restarted so far; a worker reads the count its
+ * fork inherited (sp_daemon_restarts). */
+static uint64_t restarts;
+
 typedef struct supervisor {
     const char *name;
     int64_t backoff_min, backoff_max, stable;
@@ -395,6 +399,7 @@ static int supervise(supervisor_t *s)
                     (long long)(backoff / 1000));
         if (!wait_backoff(s, backoff))
             return 0;
+        restarts++;
         backoff = backoff * 2 < s->backoff_max ? backoff * 2 : s->backoff_max;
     }
 }
@@ -468,4 +473,9 @@ int sp_daemon_run(const sp_daemon_opts_t *opts, sp_daemon_fn worker, void *arg)
     }
     sp__pidfile_release(s.pid_fd, pid_path);
     return rc;
+}
+
+uint64_t sp_daemon_restarts(void)
+{
+    return restarts;
 }

@@ -48,6 +48,7 @@ struct sp__http_conn {
     bool continued;    /* "100 Continue" sent for this request */
     sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
+    uint64_t out_counted; /* of out.written, the bytes in the stats */
     uint64_t body_deadline; /* the whole body's (0: not set yet, or none) */
     uint64_t handler_deadline; /* from the end of the headers (0: none) */
     sp_buf_t in;
@@ -96,16 +97,28 @@ void sp__http_close_idle(sp_http_server_t *srv)
     pthread_mutex_unlock(&srv->lock);
 }
 
+uint64_t sp__http_count_idle(sp_http_server_t *srv)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&srv->lock);
+    for (sp__link_t *l = srv->list.head; l; l = l->next)
+        n += atomic_load(&sp__list_entry(l, sp__http_conn_t, link)->idle);
+    pthread_mutex_unlock(&srv->lock);
+    return n;
+}
+
 /* ---- reading ---------------------------------------------------------------- */
 
 static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
 {
+    if (c->deadline)
+        sp__http_deadline_set(c->deadline, deadline);
+    ssize_t n = sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size,
+                                   c->deadline ? 0 : deadline, &c->drained);
+    if (n > 0)
+        sp__http_count(c->srv, SP__HS_BYTES_IN, (uint64_t)n);
     if (!c->deadline)
-        return sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size, deadline,
-                                  &c->drained);
-    sp__http_deadline_set(c->deadline, deadline);
-    ssize_t n = sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size, 0,
-                                   &c->drained);
+        return n;
     sp__http_deadline_clear(c->deadline);
     if (n == -ECANCELED && sp__http_deadline_expired(c->deadline))
         return -ETIMEDOUT;
@@ -190,7 +203,7 @@ static int read_request(sp__http_conn_t *c, bool first)
     uint64_t header_deadline = 0; /* set at the first wait */
     for (;;) {
         if (sp__buf_len(&c->in)) {
-            if (!begun && c->srv->access)
+            if (!begun) /* for the latency stats and the access log */
                 c->start_ns = sp_now_ns();
             begun = true;
             int rc = parse_buffered(c);
@@ -340,11 +353,60 @@ static void access_log(sp__http_conn_t *c)
         free(copy);
 }
 
+/* The bytes sent since the last count, into `mine` (sp__slots_mine). */
+static void count_sent_to(sp__http_conn_t *c, _Atomic uint64_t *mine, bool shared)
+{
+    sp__slot_add(&mine[SP__HS_BYTES_OUT], c->out.written - c->out_counted, shared);
+    c->out_counted = c->out.written;
+}
+
+static void count_sent(sp__http_conn_t *c)
+{
+    bool shared;
+    _Atomic uint64_t *mine = sp__slots_mine(&c->srv->n, &shared);
+    count_sent_to(c, mine, shared);
+}
+
+/* A response laid out: its status class, its time since the request's
+ * first byte, and the bytes sent so far (responses leave in batches). One
+ * slot lookup for all of them. */
+static void count_response(sp__http_conn_t *c)
+{
+    static const uint64_t bounds_us[] = SP_HTTP_LATENCY_BOUNDS_US;
+    uint64_t ns = sp_now_ns() - c->start_ns;
+    int b = 0;
+    while (b < SP_HTTP_LATENCY_BUCKETS && ns > bounds_us[b] * 1000)
+        b++;
+    int status = c->res.status / 100;
+    bool shared;
+    _Atomic uint64_t *mine = sp__slots_mine(&c->srv->n, &shared);
+    /* The requests are the sum of the classes: one add fewer. */
+    sp__slot_add(&mine[SP__HS_STATUS + (status >= 1 && status <= 5 ? status - 1 : 4)], 1,
+                 shared);
+    sp__slot_add(&mine[SP__HS_LATENCY + b], 1, shared);
+    sp__slot_add(&mine[SP__HS_LATENCY_SUM], ns, shared);
+    count_sent_to(c, mine, shared);
+}
+
+/* A request refused with `status`: busy or bad, and the limit if one. */
+static void count_refusal(sp_http_server_t *srv, int status)
+{
+    sp__http_count(srv, status == 503 ? SP__HS_BUSY : SP__HS_BAD, 1);
+    int limit = status == 408   ? SP_HTTP_LIMIT_TIMEOUT
+                : status == 413 ? SP_HTTP_LIMIT_BODY
+                : status == 414 ? SP_HTTP_LIMIT_URI
+                : status == 431 ? SP_HTTP_LIMIT_HEADERS
+                : status == 503 ? SP_HTTP_LIMIT_BUSY
+                                : -1;
+    if (limit >= 0)
+        sp__http_count(srv, SP__HS_LIMIT + limit, 1);
+}
+
 /* Lay out the response, count and log it; false: close the connection. */
 static bool finish(sp__http_conn_t *c)
 {
     bool ok = sp__http_res_finish(&c->res);
-    atomic_fetch_add(&c->srv->n_requests, 1);
+    count_response(c);
     access_log(c);
     return ok && !c->res.close;
 }
@@ -404,18 +466,18 @@ static bool handle(sp__http_conn_t *c)
          * bytes can no longer be told from a next request's. */
         c->res.close = true;
         if (c->req.error && !c->res.started) {
-            atomic_fetch_add(c->req.error == 503 ? &srv->n_busy : &srv->n_bad, 1);
+            count_refusal(srv, c->req.error);
             rc = sp_http_response_error(&c->res, c->req.error, NULL, NULL);
         }
     }
     if (rc != 0) {
-        atomic_fetch_add(&srv->n_handler_errors, 1);
+        sp__http_count(srv, SP__HS_HANDLER_ERRORS, 1);
         /* Streamed already (or the client went away meanwhile): only closing
          * tells the client it is cut short; counted and logged with the
          * bytes that went out. */
         if (c->res.started ||
             sp_http_response_error(&c->res, error_status(c), NULL, NULL) < 0) {
-            atomic_fetch_add(&srv->n_requests, 1);
+            count_response(c);
             access_log(c);
             forget_request(c);
             return false;
@@ -430,7 +492,7 @@ static bool handle(sp__http_conn_t *c)
 /* Answer an error in the request itself (or 503), then close. */
 static void refuse(sp__http_conn_t *c, int status)
 {
-    atomic_fetch_add(status == 503 ? &c->srv->n_busy : &c->srv->n_bad, 1);
+    count_refusal(c->srv, status);
     if (!c->start_ns)
         c->start_ns = sp_now_ns();
     prepare_response(c);
@@ -461,6 +523,7 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
 
 static void conn_free(sp__http_conn_t *c)
 {
+    count_sent(c);
     sp_buf_clear(&c->out.buf); /* the last flush sent it, or failed */
     sp_buf_clear(&c->in);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
@@ -492,7 +555,7 @@ static void serve_requests(sp__http_conn_t *c)
 void sp__http_serve(int fd, const sp_addr_t *peer, void *arg)
 {
     sp_http_server_t *srv = arg;
-    atomic_fetch_add(&srv->n_conns, 1);
+    sp__http_count(srv, SP__HS_CONNS, 1);
     int active = atomic_fetch_add(&srv->conns, 1) + 1;
     sp__http_conn_t c;
     conn_init(&c, srv, fd, peer);

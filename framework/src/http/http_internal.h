@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/list.h"
+#include "metrics/slots.h"
 #include "net/buffer_inline.h"
 #include "spindle/buffer.h"
 #include "spindle/http.h"
@@ -152,6 +153,7 @@ typedef struct sp__http_out {
     int64_t timeout_us; /* per wait for the socket to take bytes; < 0 none */
     bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
     uint64_t until_ns;  /* no wait goes past it (sp_now_ns clock); 0 none */
+    uint64_t written;   /* bytes sent, all told */
 } sp__http_out_t;
 
 /* Use the calling thread's cached scratch buffer of this kind in place of
@@ -269,12 +271,30 @@ struct sp_http_server {
     _Atomic size_t body_bytes; /* request bodies held, all connections */
     pthread_mutex_t lock; /* the list of connections */
     sp__list_t list; /* of sp__http_conn_t */
-    _Atomic uint64_t n_conns, n_requests, n_bad, n_handler_errors, n_busy;
+    sp__slots_t n; /* counters, per thread: SP__HS_* */
 };
+
+/* The server's counters (sp_http_server_stats), one slot per thread. */
+enum {
+    SP__HS_CONNS, SP__HS_BAD, SP__HS_HANDLER_ERRORS, SP__HS_BUSY,
+    SP__HS_STATUS,                          /* 5: by class */
+    SP__HS_BYTES_IN = SP__HS_STATUS + 5,
+    SP__HS_BYTES_OUT,
+    SP__HS_LIMIT,                           /* SP_HTTP_LIMITS of them */
+    SP__HS_LATENCY = SP__HS_LIMIT + SP_HTTP_LIMITS, /* BUCKETS + 1 */
+    SP__HS_LATENCY_SUM = SP__HS_LATENCY + SP_HTTP_LATENCY_BUCKETS + 1, /* ns */
+    SP__HS_COUNT
+};
+static inline void sp__http_count(sp_http_server_t *srv, int which, uint64_t n)
+{
+    sp__slots_add(&srv->n, (size_t)which, n);
+}
 
 /* The TCP server's connection handler (arg: the sp_http_server_t). */
 void sp__http_serve(int fd, const sp_addr_t *peer, void *arg);
 /* Shut down the connections waiting for a next request (stop). */
 void sp__http_close_idle(sp_http_server_t *srv);
+/* Connections waiting for a next request now (stats). */
+uint64_t sp__http_count_idle(sp_http_server_t *srv);
 
 #endif

@@ -146,6 +146,7 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
             w = sendmsg(o->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
         }
         if (w >= 0) {
+            o->written += (size_t)w;
             iov = advance(iov, &cnt, (size_t)w);
         } else if (errno == EAGAIN) {
             if ((rc = wait_writable(o)) < 0)
@@ -169,6 +170,7 @@ int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
         if (w > 0) {
             len -= (size_t)w;
             *sent += (size_t)w;
+            o->written += (size_t)w;
         } else if (w == 0) {
             rc = -EIO; /* the file is shorter than it said: shrunk meanwhile */
         } else if (errno == EAGAIN) {

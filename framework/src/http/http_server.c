@@ -106,7 +106,9 @@ sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn h
     atomic_init(&srv->header_timeout_us, srv->opts.header_timeout_us);
     atomic_init(&srv->keepalive_timeout_us, srv->opts.keepalive_timeout_us);
     pthread_mutex_init(&srv->lock, NULL);
-    int rc = server_line(srv, srv->opts.server_name);
+    int rc = sp__slots_init(&srv->n, SP__HS_COUNT);
+    if (rc == 0)
+        rc = server_line(srv, srv->opts.server_name);
     srv->opts.server_name = NULL; /* the caller's string is not kept */
     if (rc == 0 && srv->opts.access_log && !(srv->access = sp_logger("http.access")))
         rc = -errno;
@@ -149,13 +151,33 @@ int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us)
 
 int sp_http_server_stats(const sp_http_server_t *srv, sp_http_server_stats_t *out)
 {
-    out->connections = atomic_load(&srv->n_conns);
-    out->requests = atomic_load(&srv->n_requests);
-    out->bad_requests = atomic_load(&srv->n_bad);
-    out->handler_errors = atomic_load(&srv->n_handler_errors);
-    out->busy = atomic_load(&srv->n_busy);
-    out->body_bytes = atomic_load(&srv->body_bytes);
+    const sp__slots_t *n = &srv->n;
+    *out = (sp_http_server_stats_t){
+        .connections = sp__slots_sum(n, SP__HS_CONNS),
+        .bad_requests = sp__slots_sum(n, SP__HS_BAD),
+        .handler_errors = sp__slots_sum(n, SP__HS_HANDLER_ERRORS),
+        .busy = sp__slots_sum(n, SP__HS_BUSY),
+        .body_bytes = atomic_load(&srv->body_bytes),
+        .bytes_in = sp__slots_sum(n, SP__HS_BYTES_IN),
+        .bytes_out = sp__slots_sum(n, SP__HS_BYTES_OUT),
+        .active = (uint64_t)atomic_load(&srv->conns),
+        .idle = sp__http_count_idle((sp_http_server_t *)srv),
+        .latency_sum_us = sp__slots_sum(n, SP__HS_LATENCY_SUM) / 1000,
+    };
+    for (int i = 0; i < 5; i++) {
+        out->status[i] = sp__slots_sum(n, SP__HS_STATUS + i);
+        out->requests += out->status[i];
+    }
+    for (int i = 0; i < SP_HTTP_LIMITS; i++)
+        out->limits[i] = sp__slots_sum(n, SP__HS_LIMIT + i);
+    for (int i = 0; i <= SP_HTTP_LATENCY_BUCKETS; i++)
+        out->latency[i] = sp__slots_sum(n, SP__HS_LATENCY + i);
     return 0;
+}
+
+int sp_http_server_addr_stats(const sp_http_server_t *srv, int i, sp_tcp_server_stats_t *out)
+{
+    return sp_tcp_server_addr_stats(srv->tcp, i, out);
 }
 
 void sp_http_server_destroy(sp_http_server_t *srv)
@@ -163,6 +185,7 @@ void sp_http_server_destroy(sp_http_server_t *srv)
     if (!srv)
         return;
     sp_tcp_server_destroy(srv->tcp);
+    sp__slots_free(&srv->n);
     pthread_mutex_destroy(&srv->lock);
     free(srv);
 }

@@ -36,7 +36,8 @@
  * may move while sp__io_run_due walks it: that reads it afresh each time. */
 static int due_reserve(iom_worker_t *x)
 {
-    if (x->waiting == x->capdue) {
+    unsigned waiting = atomic_load_explicit(&x->waiting, memory_order_relaxed);
+    if (waiting == x->capdue) {
         unsigned cap = x->capdue ? 2 * x->capdue : 64;
         struct sp_fiber **grown = sp__realloc(x->due, sizeof *grown * cap);
         if (!grown)
@@ -44,7 +45,7 @@ static int due_reserve(iom_worker_t *x)
         x->due = grown;
         x->capdue = cap;
     }
-    x->waiting++;
+    atomic_store_explicit(&x->waiting, waiting + 1, memory_order_relaxed);
     return 0;
 }
 
@@ -298,7 +299,9 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
     withdraw(armed, k, waiter);
     int result = sp__waiter_settle(&waiter->base);
     if (reserved)
-        x->waiting--;
+        atomic_store_explicit(&x->waiting,
+                              atomic_load_explicit(&x->waiting, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
     return rc == 0 ? result : rc;
 }
 

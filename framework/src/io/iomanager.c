@@ -33,6 +33,16 @@ sp_scheduler_t *sp_iomanager_scheduler(sp_iomanager_t *io)
     return &io->s;
 }
 
+int sp_iomanager_stats(const sp_iomanager_t *io, int worker, sp_io_stats_t *out)
+{
+    if (!io || !out || worker < 0 || worker >= io->nw)
+        return -EINVAL;
+    const iom_worker_t *x = io->w[worker];
+    out->fd_waits = atomic_load_explicit(&x->waiting, memory_order_relaxed);
+    out->timers = atomic_load_explicit(&x->timers.armed, memory_order_relaxed);
+    return 0;
+}
+
 static void tickle(sp_scheduler_t *s, int worker)
 {
     sp__iom_tickle(sp__iom_of(s), worker);

@@ -49,9 +49,11 @@ typedef struct iom_worker {
      * callbacks last in, first out); sp__io_run_due runs them back to
      * front. Owner thread only. Room for every fiber waiting on this
      * worker's fds (`waiting`) is made when it arms its wait, so a wake-up
-     * inside the poll never needs memory. */
+     * inside the poll never needs memory. `waiting` is written by the
+     * owner only; atomic so that stats may read it. */
     struct sp_fiber **due;
-    unsigned ndue, capdue, waiting;
+    unsigned ndue, capdue;
+    _Atomic unsigned waiting;
     /* The watches libev is reporting ready: on_ready notes each and asks
      * for its cold lines; they are handled together once libev has called
      * back for all of them (or READY_BATCH of them). Only libev's

@@ -33,11 +33,13 @@ typedef struct conn {
     sp__link_t link; /* in the server's `conns` */
     sp_tcp_server_t *srv;
     int fd;
+    int addr; /* the index of the address it came in on */
     sp_addr_t peer;
 } conn_t;
 
 typedef struct acceptor {
     sp_tcp_server_t *srv;
+    int addr; /* index in srv->addrs */
     int fd;
     int stop_fd;  /* eventfd made readable by stop(): ends the acceptor's wait */
     int spare_fd; /* given up to shed a connection on EMFILE, or -1 */
@@ -53,7 +55,10 @@ struct sp_tcp_server {
     acceptor_t *acceptors;
     int nacceptors;
     _Atomic bool stopping;
-    _Atomic uint64_t accepted, active, refused;
+    _Atomic uint64_t active; /* all addresses: the max_conns limit */
+    struct {
+        _Atomic uint64_t accepted, active, refused;
+    } per[SP_TCP_SERVER_MAX_ADDRS]; /* by address: the stats */
     bool started;
     /* TCP_NODELAY is set on every TCP listener, and Linux hands it down to
      * the sockets accept(2) returns: no setsockopt per connection (a
@@ -138,9 +143,21 @@ int sp_tcp_server_addr(const sp_tcp_server_t *srv, int i, sp_addr_t *out)
 
 int sp_tcp_server_stats(const sp_tcp_server_t *srv, sp_tcp_server_stats_t *out)
 {
-    out->accepted = atomic_load(&srv->accepted);
-    out->active = atomic_load(&srv->active);
-    out->refused = atomic_load(&srv->refused);
+    *out = (sp_tcp_server_stats_t){.active = atomic_load(&srv->active)};
+    for (int i = 0; i < srv->naddrs; i++) {
+        out->accepted += atomic_load(&srv->per[i].accepted);
+        out->refused += atomic_load(&srv->per[i].refused);
+    }
+    return 0;
+}
+
+int sp_tcp_server_addr_stats(const sp_tcp_server_t *srv, int i, sp_tcp_server_stats_t *out)
+{
+    if (i < 0 || i >= srv->naddrs)
+        return -EINVAL;
+    *out = (sp_tcp_server_stats_t){.accepted = atomic_load(&srv->per[i].accepted),
+                                   .active = atomic_load(&srv->per[i].active),
+                                   .refused = atomic_load(&srv->per[i].refused)};
     return 0;
 }
 
@@ -251,18 +268,20 @@ static void conn_main(void *p)
     srv->fn(c->fd, &c->peer, srv->arg);
     unlink_conn(srv, c);
     sp_io_close(c->fd); /* off the list first: stop() never sees a reused fd */
+    atomic_fetch_sub(&srv->per[c->addr].active, 1);
     free(c);
     atomic_fetch_sub(&srv->active, 1);
     live_done(srv);
 }
 
-static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
+static int start_conn(sp_tcp_server_t *srv, int addr, int fd, const sp_addr_t *peer)
 {
     conn_t *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
     c->srv = srv;
     c->fd = fd;
+    c->addr = addr;
     c->peer = *peer;
     /* Non-blocking underneath; the user sees a blocking socket, as
      * accept(2) would give. */
@@ -272,7 +291,8 @@ static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
     sp__list_push_front(&srv->conns, &c->link);
     pthread_mutex_unlock(&srv->lock);
     atomic_fetch_add(&srv->active, 1);
-    atomic_fetch_add(&srv->accepted, 1);
+    atomic_fetch_add(&srv->per[addr].active, 1);
+    atomic_fetch_add(&srv->per[addr].accepted, 1);
     sp_scheduler_t *s = sp_iomanager_scheduler(srv->io);
     int rc;
     if (srv->opts.stack_size) {
@@ -287,7 +307,8 @@ static int start_conn(sp_tcp_server_t *srv, int fd, const sp_addr_t *peer)
         unlink_conn(srv, c);
         free(c);
         atomic_fetch_sub(&srv->active, 1);
-        atomic_fetch_sub(&srv->accepted, 1);
+        atomic_fetch_sub(&srv->per[addr].active, 1);
+        atomic_fetch_sub(&srv->per[addr].accepted, 1);
         live_done(srv);
     }
     return rc;
@@ -314,7 +335,7 @@ static bool shed_one(acceptor_t *a)
         close(a->spare_fd);
         c = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (c >= 0) {
-            atomic_fetch_add(&a->srv->refused, 1);
+            atomic_fetch_add(&a->srv->per[a->addr].refused, 1);
             close(c);
         }
         a->spare_fd = open_spare();
@@ -342,8 +363,9 @@ static void acceptor_main(void *p)
         if (fd >= 0) {
             backoff = 0;
             if (atomic_load(&srv->active) >= (uint64_t)srv->opts.max_conns ||
-                start_conn(srv, fd, &peer) < 0) {
-                atomic_fetch_add(&srv->refused, 1); /* before the client sees it */
+                start_conn(srv, a->addr, fd, &peer) < 0) {
+                /* before the client sees it */
+                atomic_fetch_add(&srv->per[a->addr].refused, 1);
                 close(fd);
             }
             continue;
@@ -405,7 +427,7 @@ static int open_listeners(sp_tcp_server_t *srv)
                 close(fd);
                 return err;
             }
-            srv->acceptors[srv->nacceptors++] = (acceptor_t){srv, fd, efd, open_spare()};
+            srv->acceptors[srv->nacceptors++] = (acceptor_t){srv, i, fd, efd, open_spare()};
             if (k == 0)
                 sp_addr_of_socket(fd, false, &srv->addrs[i]);
         }

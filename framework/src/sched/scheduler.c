@@ -80,7 +80,7 @@ int sp__sched_spawn(sp_scheduler_t *s, int i)
     }
     sp__worker_t *w = &s->workers[i];
     w->gone = false;
-    w->owned = 0;
+    atomic_store(&w->owned, 0);
     w->signaled = false;
     atomic_store(&w->migrated_out, 0);
     atomic_store(&w->retiring, 0);
@@ -450,5 +450,11 @@ int sp_scheduler_stats(const sp_scheduler_t *s, int worker,
     out->tasks_run = atomic_load_explicit(&w->tasks_run, memory_order_relaxed);
     out->switches = atomic_load_explicit(&w->switches, memory_order_relaxed);
     out->steals = atomic_load_explicit(&w->steals, memory_order_relaxed);
+    out->polls = atomic_load_explicit(&w->polls, memory_order_relaxed);
+    out->idle_us = atomic_load_explicit(&w->idle_ns, memory_order_relaxed) / 1000;
+    out->fibers = atomic_load_explicit(&w->owned, memory_order_relaxed) -
+                  (uint64_t)atomic_load_explicit(&w->migrated_out, memory_order_relaxed);
+    out->queued = atomic_load_explicit(&w->n_shared, memory_order_relaxed) +
+                  atomic_load_explicit(&w->n_bound, memory_order_relaxed);
     return 0;
 }

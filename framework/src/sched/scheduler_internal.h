@@ -91,6 +91,7 @@ typedef struct sp__worker {
     struct sp_fiber **woken;
     unsigned nwoken, capwoken;
     _Atomic uint64_t tasks_run, switches, steals;
+    _Atomic uint64_t polls, idle_ns; /* owner-written, like the three above */
     void *ext; /* the extension's per-worker state */
     /* Blocking-code monitor (monitor.c). The owner publishes what it runs
      * with plain relaxed stores (no lock prefix on the hot path); the
@@ -105,7 +106,7 @@ typedef struct sp__worker {
     _Atomic int exited;            /* extra worker's thread has ended */
     bool gone;                     /* under lock: no more pushes here */
     bool thread_live;              /* extra slot has a thread to join */
-    long owned;                    /* owner only: started fibers homed here */
+    _Atomic uint64_t owned;        /* owner-written: started fibers homed here */
     _Atomic long migrated_out;     /* of those, taken by other workers */
 } sp__worker_t;
 
@@ -129,6 +130,13 @@ struct sp_scheduler {
     _Atomic int nlive;   /* slots in use: nworkers + running extras */
     _Atomic uint64_t m_rescued, m_migrated; /* the monitor counts the rest */
 };
+
+/* A counter only its worker writes: a plain add, no locked instruction. */
+static inline void sp__sched_bump(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
 
 /* `ctl`: live tasks | STOPPING | STOPPED (scheduler.c, "Stopping"). */
 #define SP_CTL_STOPPING (1ull << 62)

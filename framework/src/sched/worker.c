@@ -20,6 +20,7 @@
  * tickling it, so each sleeping worker is woken at most once per claim, and
  * nobody is tickled while no worker is idle.
  */
+#include "base/clock.h"
 #include "scheduler_internal.h"
 
 #include <errno.h>
@@ -203,6 +204,7 @@ void sp__sched_run_now(sp__worker_t *w, struct sp_fiber *f)
  * worker are collected, then run once it returns. */
 static void poll_events(sp__worker_t *w, void (*poll)(sp_scheduler_t *, int))
 {
+    sp__sched_bump(&w->polls, 1);
     w->collecting = true;
     poll(w->s, w->index);
     w->collecting = false;
@@ -213,20 +215,16 @@ static void go_idle(sp__worker_t *w)
     sp_scheduler_t *s = w->s;
     atomic_store(&w->idle, 1);
     atomic_thread_fence(memory_order_seq_cst);
-    if (!work_visible(s, w) && !sp__sched_stopped(s))
+    if (!work_visible(s, w) && !sp__sched_stopped(s)) {
+        uint64_t t0 = sp__now_ns(); /* the time blocked, for the stats */
         poll_events(w, s->ops.idle);
+        sp__sched_bump(&w->idle_ns, sp__now_ns() - t0);
+    }
     atomic_store(&w->idle, 0);
     run_woken(w);
 }
 
 /* ---- running tasks ------------------------------------------------------ */
-
-/* A counter only its worker writes: a plain add, no locked instruction. */
-static void bump(_Atomic uint64_t *c)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
 
 static struct sp_fiber *task_fiber(sp__worker_t *w, const sp__task_t *task)
 {
@@ -253,8 +251,8 @@ static void retire(sp__worker_t *w, struct sp_fiber *f)
      * instructions from done, so wait for them before reuse. */
     while (atomic_load(&f->pins) || atomic_load(&f->wait_busy))
         sched_yield();
-    bump(&w->tasks_run);
-    w->owned--;
+    sp__sched_bump(&w->tasks_run, 1);
+    sp__sched_bump(&w->owned, (uint64_t)-1); /* one fewer */
     sp__sched_unreserve(w, true); /* its requeue slot (run_task) */
     sp__fiber_finished(f); /* its joiners */
     /* The scheduler's reference; while a handle holds another, the last
@@ -377,10 +375,10 @@ static void run_task(sp__worker_t *w, const sp__task_t *task)
             atomic_fetch_add(&from->migrated_out, 1);
             sp__sched_unreserve(from, true);
         }
-        w->owned++;
+        sp__sched_bump(&w->owned, 1);
         f->last_worker = w->index;
     }
-    bump(&w->switches);
+    sp__sched_bump(&w->switches, 1);
     if (w->s->monitored)
         publish_start(w, f);
     w->running = true;
@@ -424,7 +422,7 @@ static void publish_start(sp__worker_t *w, const struct sp_fiber *f)
 static bool try_leave(sp__worker_t *w)
 {
     sp_scheduler_t *s = w->s;
-    if (w->owned - atomic_load(&w->migrated_out) > 0)
+    if (atomic_load(&w->owned) != (uint64_t)atomic_load(&w->migrated_out))
         return false;
     if (s->ops.may_leave && !s->ops.may_leave(s, w->index))
         return false;
@@ -558,7 +556,7 @@ static int switch_out(struct sp_fiber *f)
     struct sp_fiber *next = handoff_target(w);
     if (!next)
         return sp_fiber_yield();
-    bump(&w->switches);
+    sp__sched_bump(&w->switches, 1);
     next->caller = f->caller;
     atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
     atomic_store_explicit(&f->state, SP_FIBER_SUSPENDED, memory_order_release);
