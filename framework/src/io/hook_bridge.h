@@ -64,6 +64,8 @@ typedef struct sp__hook_bridge {
     void (*fd_set_timeout)(sp__fd_ctx_t *c, bool reading, int64_t us);
     void (*fd_copy)(sp__fd_ctx_t *to, sp__fd_ctx_t *from, unsigned flags);
     bool (*fd_make_nonblocking)(sp__fd_ctx_t *c, int fd);
+    /* sp_run_blocking; when an interrupt or a deadline ended the wait,
+     * -(SP_HOOK_INTERRUPTED + err): fn still runs, after the call. */
     int (*run_blocking)(void (*fn)(void *), void *arg);
 } sp__hook_bridge_t;
 

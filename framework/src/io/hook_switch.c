@@ -77,6 +77,15 @@ static void fd_set_drained(sp__fd_ctx_t *c)
     atomic_store_explicit(&c->drained, true, memory_order_relaxed);
 }
 
+/* sp_run_blocking, with an interrupt's answer as wait_fd's (hook_bridge.h):
+ * the hooks must know fn still runs. */
+static int run_blocking(void (*fn)(void *), void *arg)
+{
+    bool abandoned;
+    int rc = sp__run_blocking(fn, arg, &abandoned);
+    return abandoned ? rc - SP_HOOK_INTERRUPTED : rc;
+}
+
 const sp__hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
     .wait_any = sp__io_hook_wait_any,
@@ -95,5 +104,5 @@ const sp__hook_bridge_t sp__hook_bridge = {
     .fd_set_timeout = sp__fd_set_timeout,
     .fd_copy = sp__fd_copy,
     .fd_make_nonblocking = sp__fd_make_nonblocking,
-    .run_blocking = sp_run_blocking,
+    .run_blocking = run_blocking,
 };

@@ -75,6 +75,13 @@ static int abandon(sp__waiter_t *w, int result)
 
 int sp_run_blocking(void (*fn)(void *), void *arg)
 {
+    bool abandoned;
+    return sp__run_blocking(fn, arg, &abandoned);
+}
+
+int sp__run_blocking(void (*fn)(void *), void *arg, bool *abandoned)
+{
+    *abandoned = false;
     if (!sp_scheduler_current() || !sp_fiber_current()) {
         fn(arg);
         return 0;
@@ -115,6 +122,7 @@ int sp_run_blocking(void (*fn)(void *), void *arg)
     pthread_mutex_unlock(&lock);
     sp__waiter_wait(&j->waiter);
     int rc = sp__waiter_settle(&j->waiter);
+    *abandoned = atomic_load(&j->state) == JOB_ABANDONED;
     job_unref(j);
     return rc;
 }

@@ -370,6 +370,10 @@ bool sp__fiber_is_finished(struct sp_fiber *f);
 /* The worker, as f's task ends: mark it finished and run its hooks. */
 void sp__fiber_finished(struct sp_fiber *f);
 
+/* sp_run_blocking; *abandoned: an interrupt ended the wait, and fn runs on
+ * (or still will) after the call returned (blocking_pool.c). */
+int sp__run_blocking(void (*fn)(void *), void *arg, bool *abandoned);
+
 /* The scheduler's own park and wake (worker.c, see f->park above): waits and
  * wakers inside the framework use these; sp_park/sp_wake are the user's
  * token on top (park.c), so one never absorbs the other's wake. */
