@@ -176,6 +176,11 @@ START_TEST(dump_names_waits_and_groups)
     assert_group_has(text, "\n1000 fibers parked on sem:", "dump_test_many+");
     assert_group_has(text, "\n1000 fibers parked on sem:", "and 997 more");
     free(text);
+    /* The counts a dump would list: every parked one, each with a stack. */
+    sp_fibers_count_t n;
+    ck_assert_int_eq(sp_fibers_count(&n), 0);
+    ck_assert_uint_ge(n.parked, MANY + NAMED);
+    ck_assert_uint_ge(n.stack_bytes, MANY * 1024ul); /* a parked stack: ~3 KiB */
     world_end(&w);
 }
 END_TEST

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include <spindle/daemon.h>
+#include <spindle/debug.h>
 #include <spindle/log.h>
 #include <spindle/metrics.h>
 
@@ -146,10 +147,28 @@ static void process(sp_metrics_out_t *o)
               C, (double)sp_daemon_restarts()});
 }
 
+/* Every live fiber by state, and their stacks' committed memory. */
+static void fibers(sp_metrics_out_t *o)
+{
+    sp_fibers_count_t n;
+    if (sp_fibers_count(&n) < 0)
+        return;
+    static const char *const states[] = {"running", "runnable", "parked", "suspended"};
+    const size_t counts[] = {n.running, n.runnable, n.parked, n.suspended};
+    for (int i = 0; i < 4; i++) {
+        const char *l[] = {"state", states[i], NULL};
+        sp_metrics_emit(o, "spindle_fibers", "Live fibers by state.", G, l, (double)counts[i]);
+    }
+    EMIT_ALL(o, NULL,
+             {"spindle_fiber_stack_bytes", "Stack memory the live fibers have committed.", G,
+              (double)n.stack_bytes});
+}
+
 void spindled_collect(sp_metrics_out_t *o, void *arg)
 {
     const spindled_servers_t *s = arg;
     workers(o, s->io);
+    fibers(o);
     http(o, "http", s->http);
     http(o, "admin", s->admin);
     listeners(o, "http", s->http, &app_http_ops);

@@ -61,14 +61,16 @@ START_TEST(metrics_count_a_known_load)
                          200);
     close(echo_ping(p.echo_port));
     ck_assert_int_eq(admin_get(&p, "/metrics", page), 200);
-    char expects[1024];
+    char expects[1536];
     snprintf(expects, sizeof expects,
              "'spindle_http_responses_total{server=\"http\",code=\"2xx\"}=%.0f' "
              "'spindle_http_request_duration_seconds_count{server=\"http\"}>=%d' "
              "'spindle_http_connections_total{server=\"http\"}>=%d' "
              "'spindle_tcp_accepted_total{server=\"echo\",listener=\"127.0.0.1:%d\"}=1' "
              "'spindle_tcp_accepted_total{server=\"http\",listener=\"127.0.0.1:%d\"}>=%d' "
-             "'spindle_daemon_restarts_total=0' 'spindle_worker_tasks_run_total{worker=\"1\"}>=0'",
+             "'spindle_daemon_restarts_total=0' 'spindle_worker_tasks_run_total{worker=\"1\"}>=0' "
+             /* The acceptors, at least, are parked, on stacks they touched. */
+             "'spindle_fibers{state=\"parked\"}>=2' 'spindle_fiber_stack_bytes>=8192'",
              before + N, N, N, p.echo_port, p.http_port, N);
     ck_assert_int_eq(parse_page(page, expects), 0);
     free(page);

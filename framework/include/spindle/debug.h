@@ -36,6 +36,17 @@ enum {
  * fibers listed, or -ENOMEM / -EIO. */
 int sp_fibers_dump(FILE *out, unsigned flags);
 
+/* Live fibers by state, and the stack memory they have touched. */
+typedef struct sp_fibers_count {
+    size_t running, runnable, parked, suspended;
+    size_t stack_bytes; /* stack pages committed, all listed fibers */
+} sp_fibers_count_t;
+
+/* Count the fibers a dump would list (a walk of the registry; the stack
+ * bytes ask the kernel once per fiber, so this is for a scrape, not a hot
+ * path). 0 or -ENOMEM. */
+int sp_fibers_count(sp_fibers_count_t *out);
+
 /* Make signal signo (e.g. SIGQUIT) write a text dump to fd (e.g. 2): the
  * handler only writes a byte to a pipe; a thread of the library's makes
  * the dump. One signal per process; 0, -EALREADY if one is installed, or

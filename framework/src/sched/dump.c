@@ -206,3 +206,35 @@ int sp_fibers_dump(FILE *out, unsigned flags)
     free(recs);
     return rc < 0 ? rc : (int)d.nrecs;
 }
+
+int sp_fibers_count(sp_fibers_count_t *out)
+{
+    *out = (sp_fibers_count_t){0};
+    size_t cap = registry_count() + 16, n = 0; /* a few more may come */
+    sp__stack_t *stacks = malloc(cap * sizeof *stacks);
+    const char **tops = malloc(cap * sizeof *tops);
+    if (!stacks || !tops) {
+        free(stacks);
+        free(tops);
+        return -ENOMEM;
+    }
+    size_t *by_state[SP__DUMP_STATES] = {&out->running, &out->runnable,
+                                         &out->parked, &out->suspended};
+    sp__spin_lock(&sp__fiber_registry_lock);
+    for (sp__link_t *l = sp__fiber_registry.head; l && n < cap; l = l->next) {
+        const struct sp_fiber *f = sp__list_entry(l, struct sp_fiber, reg_link);
+        unsigned char state;
+        if (!classify(f, &state))
+            continue;
+        (*by_state[state])++;
+        stacks[n] = f->stack;
+        tops[n++] = (const char *)f;
+    }
+    sp__spin_unlock(&sp__fiber_registry_lock);
+    for (size_t i = 0; i < n; i++) /* mapped while listed, and after: pooled */
+        if (stacks[i].lo)
+            out->stack_bytes += sp__stack_used(&stacks[i], tops[i]);
+    free(stacks);
+    free(tops);
+    return 0;
+}
