@@ -51,6 +51,9 @@ static void resolve(void)
     LOAD(ppoll);
     LOAD(pselect);
     LOAD(epoll_wait);
+    LOAD(sendfile);
+    LOAD(splice);
+    LOAD(tee);
     LOAD(epoll_pwait);
     LOAD(epoll_pwait2);
     LOAD(dup);

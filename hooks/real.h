@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -48,6 +49,9 @@ typedef struct sp__real {
     int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
                    const sigset_t *);
     int (*epoll_wait)(int, struct epoll_event *, int, int);
+    ssize_t (*sendfile)(int, int, off_t *, size_t);
+    ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned);
+    ssize_t (*tee)(int, int, size_t, unsigned);
     int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
     int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
                         const sigset_t *);

@@ -23,6 +23,7 @@
 #include <spindle/iomanager.h>
 #include <spindle/scheduler.h>
 
+#include "hook_util.h"
 #include "testutil.h"
 
 enum {
@@ -95,14 +96,7 @@ START_TEST(fortified_calls_park)
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     struct timeval tv = {2, 0};
     ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
-    sp_iomanager_t *io = sp_iomanager_create("fortify", 1, false);
-    ck_assert_ptr_nonnull(io);
-    ck_assert_int_eq(sp_iomanager_start(io), 0);
-    sp_scheduler_t *s = sp_iomanager_scheduler(io);
-    ck_assert_int_eq(sp_schedule(s, reader, NULL, 0), 0);
-    ck_assert_int_eq(sp_schedule(s, writer, NULL, 0), 0);
-    ck_assert_int_eq(sp_iomanager_stop(io), 0);
-    sp_iomanager_destroy(io);
+    run_on_one_worker(reader, writer);
     ck_assert_int_eq(result, 1); /* the writer ran while the reader waited */
     close(sv[0]);
     close(sv[1]);
