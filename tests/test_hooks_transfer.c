@@ -1,19 +1,22 @@
-/* Hooked zero-copy transfers (hooks/transfer.c), in fibers on ONE worker:
- * sendfile of a 16 MiB file into a socket whose reader, a fiber on the
- * same worker, takes it 64 KiB at a time, and splice from a socket whose
- * writer runs after it. Had the call blocked the worker, the other fiber
+/* Hooked zero-copy transfers (hooks/transfer.c) and stdio streams on
+ * sockets (sp_fdopen), in fibers on ONE worker: sendfile of a 16 MiB file
+ * into a socket whose reader, a fiber on the same worker, takes it 64 KiB
+ * at a time; splice from a socket, and fgets on an sp_fdopen stream,
+ * whose writer runs after them. Had the call blocked the worker, the other fiber
  * could not run: the socket's timeout (5 s) would end it short instead.
  * Built twice, like test_hooks: linked and preloaded. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <spindle/hook.h>
 #include <spindle/iomanager.h>
 #include <spindle/scheduler.h>
 
@@ -113,10 +116,41 @@ START_TEST(splice_from_a_socket_waits)
 }
 END_TEST
 
+static char line[32];
+
+static void line_reader(void *arg)
+{
+    (void)arg;
+    FILE *f = sp_fdopen(sv[0], "r");
+    ck_assert_ptr_nonnull(f);
+    if (!fgets(line, sizeof line, f))
+        line[0] = '\0';
+    fclose(f); /* closes sv[0] */
+}
+
+static void line_writer(void *arg)
+{
+    (void)arg;
+    FILE *f = sp_fdopen(sv[1], "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_gt(fprintf(f, "a line %d\n", 42), 0);
+    ck_assert_int_eq(fclose(f), 0); /* flushes, closes sv[1] */
+}
+
+START_TEST(stdio_on_a_socket_parks)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    set_timeout(sv[0], SO_RCVTIMEO);
+    run_on_one_worker(line_reader, line_writer);
+    ck_assert_str_eq(line, "a line 42\n");
+    ck_assert_ptr_null(sp_fdopen(-1, "r"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hooks_transfer");
     SP_TEST_CASE(s, "transfer", 60, NULL, NULL, sendfile_to_a_slow_reader,
-                 splice_from_a_socket_waits);
+                 splice_from_a_socket_waits, stdio_on_a_socket_parks);
     return sp_test_run(s);
 }

@@ -14,6 +14,7 @@
 #define SPINDLE_HOOK_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -35,6 +36,13 @@ int64_t sp_hook_connect_timeout(void);
 /* Whether hooks are present in this process: linked in, or preloaded and
  * attached by the first IOManager. */
 bool sp_hook_available(void);
+
+/* A stdio stream on fd whose reads and writes are the hooked read and
+ * write, so that in a fiber fgets, fread, fprintf... park instead of
+ * blocking the worker. A stream from glibc's fdopen on a socket does not:
+ * glibc reads and writes it with internal calls no hook sees. mode as
+ * fdopen's ("r", "w", "r+"...); fclose closes fd. NULL + errno. */
+FILE *sp_fdopen(int fd, const char *mode);
 
 #ifdef __cplusplus
 }
