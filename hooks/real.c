@@ -60,6 +60,13 @@ static void resolve(void)
     LOAD(dup2);
     LOAD(dup3);
     LOAD(getaddrinfo);
+    LOAD(gethostbyname);
+    LOAD(gethostbyname2);
+    LOAD(gethostbyaddr);
+    LOAD(gethostbyname_r);
+    LOAD(gethostbyname2_r);
+    LOAD(gethostbyaddr_r);
+    LOAD(getnameinfo);
 }
 
 const sp__real_t *sp__real(void)

@@ -60,6 +60,17 @@ typedef struct sp__real {
     int (*dup3)(int, int, int);
     int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
                        struct addrinfo **);
+    struct hostent *(*gethostbyname)(const char *);
+    struct hostent *(*gethostbyname2)(const char *, int);
+    struct hostent *(*gethostbyaddr)(const void *, socklen_t, int);
+    int (*gethostbyname_r)(const char *, struct hostent *, char *, size_t,
+                           struct hostent **, int *);
+    int (*gethostbyname2_r)(const char *, int, struct hostent *, char *, size_t,
+                            struct hostent **, int *);
+    int (*gethostbyaddr_r)(const void *, socklen_t, int, struct hostent *, char *,
+                           size_t, struct hostent **, int *);
+    int (*getnameinfo)(const struct sockaddr *, socklen_t, char *, socklen_t, char *,
+                       socklen_t, int);
 } sp__real_t;
 
 /* The table, resolved on first use. */

@@ -1,4 +1,5 @@
-/* Name lookups: getaddrinfo runs on a helper thread.
+/* Name lookups run on a helper thread: getaddrinfo, and (below) the older
+ * entry points.
  *
  * An interrupt or a deadline (task.h) may end the caller's wait while the
  * helper still resolves: the lookup then must not write into the caller's
@@ -101,4 +102,229 @@ int getaddrinfo(const char *node, const char *service,
     errno = c->err;
     gai_unref(c);
     return ret;
+}
+
+/* ---- the older resolver entry points ------------------------------------
+ * gethostbyname(2)(_r), gethostbyaddr and getnameinfo, on a helper thread
+ * as getaddrinfo is, with a record of their own for the same reason. The
+ * non-reentrant ones answer from that record, which the calling fiber
+ * keeps until its next such call or its end (never a buffer another fiber
+ * could overwrite); the _r ones and getnameinfo copy into the caller's
+ * buffers. */
+
+enum { BY_NAME, BY_ADDR, NAME_INFO };
+
+typedef struct lookup {
+    _Atomic int refs;
+    int kind;
+    char *name;                 /* BY_NAME */
+    int af;
+    unsigned char addr[16];     /* BY_ADDR */
+    socklen_t addrlen;
+    struct sockaddr_storage sa; /* NAME_INFO */
+    socklen_t salen;
+    int flags;
+    bool want_host, want_serv;
+    struct hostent he, *res;
+    int herr, ret;
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    char buf[8192];
+} lookup_t;
+
+static void lookup_free(void *p)
+{
+    lookup_t *l = p;
+    free(l->name);
+    free(l);
+}
+
+static void lookup_unref(lookup_t *l)
+{
+    if (atomic_fetch_sub(&l->refs, 1) == 1)
+        lookup_free(l);
+}
+
+static void run_lookup(void *p)
+{
+    lookup_t *l = p;
+    const sp__real_t *r = sp__real();
+    switch (l->kind) {
+    case BY_NAME:
+        l->ret = r->gethostbyname2_r(l->name, l->af, &l->he, l->buf, sizeof l->buf,
+                                     &l->res, &l->herr);
+        break;
+    case BY_ADDR:
+        l->ret = r->gethostbyaddr_r(l->addr, l->addrlen, l->af, &l->he, l->buf,
+                                    sizeof l->buf, &l->res, &l->herr);
+        break;
+    default:
+        l->ret = r->getnameinfo((struct sockaddr *)&l->sa, l->salen,
+                                l->want_host ? l->host : NULL, sizeof l->host,
+                                l->want_serv ? l->serv : NULL, sizeof l->serv, l->flags);
+    }
+    lookup_unref(l);
+}
+
+/* Run l on a helper. 0 with l's answer to read (the caller's reference
+ * still held), or -1 with errno set: l is then given up. */
+static int lookup_run(const sp__hook_bridge_t *b, lookup_t *l)
+{
+    atomic_init(&l->refs, 2);
+    int rc = b->run_blocking(run_lookup, l);
+    if (rc == 0)
+        return 0;
+    if (rc > -SP_HOOK_INTERRUPTED) /* no helper: run_lookup never ran */
+        atomic_store(&l->refs, 1);
+    lookup_unref(l);
+    errno = rc <= -SP_HOOK_INTERRUPTED ? -rc - SP_HOOK_INTERRUPTED : -rc;
+    return -1;
+}
+
+static lookup_t *lookup_new(int kind)
+{
+    lookup_t *l = calloc(1, sizeof *l);
+    if (l)
+        l->kind = kind;
+    return l;
+}
+
+/* A lookup of name in family af; NULL if out of memory. */
+static lookup_t *by_name(const char *name, int af)
+{
+    lookup_t *l = lookup_new(BY_NAME);
+    if (l && !(l->name = strdup(name))) {
+        free(l);
+        return NULL;
+    }
+    if (l)
+        l->af = af;
+    return l;
+}
+
+/* A non-reentrant call's answer: kept by the fiber, or NULL with h_errno. */
+static struct hostent *kept_answer(const sp__hook_bridge_t *b, lookup_t *l)
+{
+    if (!l || lookup_run(b, l) < 0) {
+        h_errno = NETDB_INTERNAL;
+        return NULL;
+    }
+    h_errno = l->herr;
+    struct hostent *res = l->ret == 0 ? l->res : NULL;
+    b->fiber_keep(l, lookup_free); /* the reference the caller held */
+    return res;
+}
+
+struct hostent *gethostbyname2(const char *name, int af)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->gethostbyname2(name, af);
+    return kept_answer(b, by_name(name, af));
+}
+
+struct hostent *gethostbyname(const char *name)
+{
+    if (!sp__hook_active())
+        return sp__real()->gethostbyname(name);
+    return gethostbyname2(name, AF_INET);
+}
+
+struct hostent *gethostbyaddr(const void *addr, socklen_t len, int type)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || len > sizeof ((lookup_t *)0)->addr)
+        return sp__real()->gethostbyaddr(addr, len, type);
+    lookup_t *l = lookup_new(BY_ADDR);
+    if (l) {
+        memcpy(l->addr, addr, len);
+        l->addrlen = len;
+        l->af = type;
+    }
+    return kept_answer(b, l);
+}
+
+/* Copy `from` into `to`, its lists and strings into buf[len] (the caller's
+ * buffer of a _r call). 0, or ERANGE when buf is too small, as glibc. */
+static int hostent_copy(const struct hostent *from, struct hostent *to, char *buf,
+                        size_t len)
+{
+    size_t naliases = 0, naddrs = 0, strings = strlen(from->h_name) + 1;
+    while (from->h_aliases[naliases])
+        strings += strlen(from->h_aliases[naliases++]) + 1;
+    while (from->h_addr_list[naddrs])
+        naddrs++;
+    size_t pad = (sizeof(char *) - (uintptr_t)buf % sizeof(char *)) % sizeof(char *);
+    size_t ptrs = (naliases + naddrs + 2) * sizeof(char *);
+    if (pad + ptrs + naddrs * (size_t)from->h_length + strings > len)
+        return ERANGE;
+    char **p = (char **)(void *)(buf + pad);
+    char *data = (char *)(p + naliases + naddrs + 2);
+    *to = *from;
+    to->h_aliases = p;
+    to->h_addr_list = p + naliases + 1;
+    for (size_t i = 0; i < naddrs; i++, data += from->h_length)
+        to->h_addr_list[i] = memcpy(data, from->h_addr_list[i], (size_t)from->h_length);
+    to->h_addr_list[naddrs] = NULL;
+    for (size_t i = 0; i < naliases; i++, data += strlen(data) + 1)
+        to->h_aliases[i] = strcpy(data, from->h_aliases[i]);
+    to->h_aliases[naliases] = NULL;
+    to->h_name = strcpy(data, from->h_name);
+    return 0;
+}
+
+int gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
+                     struct hostent **result, int *h_errnop)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->gethostbyname2_r(name, af, ret, buf, buflen, result, h_errnop);
+    *result = NULL;
+    *h_errnop = NETDB_INTERNAL;
+    lookup_t *l = by_name(name, af);
+    if (!l)
+        return ENOMEM;
+    if (lookup_run(b, l) < 0) /* l is given up */
+        return errno;
+    *h_errnop = l->herr;
+    int rc = l->ret;
+    if (rc == 0 && l->res && (rc = hostent_copy(l->res, ret, buf, buflen)) == 0)
+        *result = ret;
+    lookup_unref(l);
+    return rc;
+}
+
+int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen,
+                    struct hostent **result, int *h_errnop)
+{
+    if (!sp__hook_active())
+        return sp__real()->gethostbyname_r(name, ret, buf, buflen, result, h_errnop);
+    return gethostbyname2_r(name, AF_INET, ret, buf, buflen, result, h_errnop);
+}
+
+int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_t hostlen,
+                char *serv, socklen_t servlen, int flags)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || salen > sizeof(struct sockaddr_storage))
+        return sp__real()->getnameinfo(sa, salen, host, hostlen, serv, servlen, flags);
+    lookup_t *l = lookup_new(NAME_INFO);
+    if (!l)
+        return EAI_MEMORY;
+    memcpy(&l->sa, sa, salen);
+    l->salen = salen;
+    l->flags = flags;
+    l->want_host = host && hostlen;
+    l->want_serv = serv && servlen;
+    if (lookup_run(b, l) < 0)
+        return EAI_SYSTEM;
+    int rc = l->ret;
+    if (rc == 0 && ((l->want_host && strlen(l->host) >= hostlen) ||
+                    (l->want_serv && strlen(l->serv) >= servlen)))
+        rc = EAI_OVERFLOW;
+    if (rc == 0 && l->want_host)
+        strcpy(host, l->host);
+    if (rc == 0 && l->want_serv)
+        strcpy(serv, l->serv);
+    lookup_unref(l);
+    return rc;
 }

@@ -118,8 +118,17 @@ void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
     switch_done(fake);
 }
 
+void sp__fiber_keep(struct sp_fiber *f, void *p, void (*free_fn)(void *))
+{
+    if (f->kept)
+        f->kept_free(f->kept);
+    f->kept = p;
+    f->kept_free = free_fn;
+}
+
 void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg)
 {
+    sp__fiber_keep(f, NULL, NULL); /* a new life keeps nothing of the last */
     f->fn = fn;
     f->arg = arg;
     f->caller = NULL;
@@ -196,6 +205,7 @@ void sp_fiber_destroy(sp_fiber_t *f)
     sp__spin_lock(&sp__fiber_registry_lock);
     sp__list_remove(&sp__fiber_registry, &f->reg_link);
     sp__spin_unlock(&sp__fiber_registry_lock);
+    sp__fiber_keep(f, NULL, NULL);
 #ifdef SP_TSAN
     __tsan_destroy_fiber(f->tsan_fiber);
 #endif

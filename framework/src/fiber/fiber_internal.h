@@ -62,6 +62,8 @@ struct sp_fiber {
     bool finished;              /* on_done has been run */
     sp__list_t on_done;         /* sp__done_hook_t: run when it finishes */
     sp__link_t reg_link;        /* in sp__fiber_registry */
+    void *kept;                 /* sp__fiber_keep's, until the next or the end */
+    void (*kept_free)(void *);
 };
 
 /* What a fiber waits on, for dumps: set by each wait site on its waiter
@@ -131,6 +133,10 @@ void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
 int sp__fiber_resume_cold(sp_fiber_t *f);
 /* Reuse a finished (or never run) fiber for a new function. */
 void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
+
+/* Keep p, freed with free_fn, until f keeps another or its life ends (the
+ * results non-reentrant libc calls return, per fiber: hooks/resolve.c). */
+void sp__fiber_keep(struct sp_fiber *f, void *p, void (*free_fn)(void *));
 
 /* Stack overflow reporting (overflow.c). */
 void sp__overflow_install(void);

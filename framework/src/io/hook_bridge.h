@@ -67,6 +67,9 @@ typedef struct sp__hook_bridge {
     /* sp_run_blocking; when an interrupt or a deadline ended the wait,
      * -(SP_HOOK_INTERRUPTED + err): fn still runs, after the call. */
     int (*run_blocking)(void (*fn)(void *), void *arg);
+    /* Keep p (freed with free_fn) for the calling fiber until it keeps
+     * another or ends: the per-fiber result of a non-reentrant call. */
+    void (*fiber_keep)(void *p, void (*free_fn)(void *));
 } sp__hook_bridge_t;
 
 /* Defined by the hook layer: hand it the framework's table. */

@@ -86,6 +86,11 @@ static int run_blocking(void (*fn)(void *), void *arg)
     return abandoned ? rc - SP_HOOK_INTERRUPTED : rc;
 }
 
+static void fiber_keep(void *p, void (*free_fn)(void *))
+{
+    sp__fiber_keep(sp__thread()->current, p, free_fn);
+}
+
 const sp__hook_bridge_t sp__hook_bridge = {
     .enabled = sp_hook_is_enabled,
     .wait_any = sp__io_hook_wait_any,
@@ -105,4 +110,5 @@ const sp__hook_bridge_t sp__hook_bridge = {
     .fd_copy = sp__fd_copy,
     .fd_make_nonblocking = sp__fd_make_nonblocking,
     .run_blocking = run_blocking,
+    .fiber_keep = fiber_keep,
 };
