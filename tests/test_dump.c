@@ -22,9 +22,9 @@
 
 enum { MANY = 1000, NAMED = 3 };
 
-#if defined(SP_TSAN) || defined(SP_ASAN)
+#if (defined(SP_TSAN) || defined(SP_ASAN)) && !defined(SP_DUMP_DWARF)
 /* The sanitizer's read() interceptor, which the reader's call goes through,
- * keeps no frame pointer: the walk ends there. */
+ * keeps no frame pointer: a frame-pointer walk (no libunwind) ends there. */
 #define READER_FRAME "read+"
 #else
 #define READER_FRAME "dump_test_reader+"
