@@ -5,10 +5,12 @@
  * unchecked, and the fiber may resume meanwhile: so it unwinds a private
  * copy of the fiber's stack, never the stack itself. The copy is read
  * within [saved sp, hi), the fiber's stack, and kept only if the fiber's
- * saved registers are the same after it as before (it did not switch in
- * between). The registers pointing into the stack (rsp, and rbp where a
- * frame keeps a frame pointer) are moved into the copy at the start and
- * after each step; a frame whose sp leaves the copy ends the walk, as do
+ * saved registers are the same after it as before. Every address the
+ * rules derive comes from rsp or rbp: rsp is moved into the copy, and so
+ * is rbp where it points into the stack, at the start and after each step;
+ * an rbp pointing elsewhere is no frame pointer in a stack that is whole,
+ * so it is replaced by one into the copy, harmless if a torn copy makes it
+ * one. A frame whose sp leaves the copy ends the walk, as do
  * SP__DUMP_FRAMES frames and any error.
  *
  * Symbols stay with dladdr (dump_print.c), after the registry lock is
@@ -23,8 +25,9 @@
 /* The deepest stack part walked; deeper frames are left out. */
 enum { COPY_MAX = 64 * 1024 };
 
-/* Walks run one at a time, under the registry lock (dump.c). */
-static uintptr_t copy[COPY_MAX / sizeof(uintptr_t)];
+/* Walks run one at a time, under the registry lock (dump.c). Twice the
+ * size copied: a torn copy's last frame may claim to extend past it. */
+static uintptr_t copy[2 * COPY_MAX / sizeof(uintptr_t)];
 
 typedef struct regs {
     uintptr_t at; /* where the saved state starts on the stack */
@@ -101,12 +104,16 @@ static size_t take_copy(const struct sp_fiber *f, regs_t *g)
     return words;
 }
 
-/* x moved into the copy if it points into the copied part of the stack. */
-static uintptr_t moved(const regs_t *g, size_t words, uintptr_t x)
+/* rbp as the copy's: moved into it if it points into the copied part of
+ * the stack, kept if already there, else into it anyway (see above). */
+static uintptr_t copy_bp(const regs_t *g, size_t words, uintptr_t bp)
 {
-    if (x - g->at < words * sizeof(uintptr_t))
-        return (uintptr_t)copy + (x - g->at);
-    return x;
+    size_t size = words * sizeof(uintptr_t);
+    if (bp - g->at < size)
+        return (uintptr_t)copy + (bp - g->at);
+    if (bp - (uintptr_t)copy < size)
+        return bp;
+    return (uintptr_t)copy;
 }
 
 static void set_context(unw_context_t *uc, const regs_t *g, size_t words)
@@ -114,8 +121,8 @@ static void set_context(unw_context_t *uc, const regs_t *g, size_t words)
     memset(uc, 0, sizeof *uc);
     greg_t *r = uc->uc_mcontext.gregs;
     r[REG_RIP] = (greg_t)g->ip;
-    r[REG_RSP] = (greg_t)moved(g, words, g->sp);
-    r[REG_RBP] = (greg_t)moved(g, words, g->bp);
+    r[REG_RSP] = (greg_t)((uintptr_t)copy + (g->sp - g->at));
+    r[REG_RBP] = (greg_t)copy_bp(g, words, g->bp);
     r[REG_RBX] = (greg_t)g->bx;
     r[REG_R12] = (greg_t)g->r12;
     r[REG_R13] = (greg_t)g->r13;
@@ -144,9 +151,9 @@ void sp__dump_walk(const struct sp_fiber *f, sp__dump_rec_t *r)
         r->pc[r->nframes++] = ip;
         /* The caller's rbp, as this frame saved it: the next step's rules
          * may use it as the frame pointer, which has to be the copy's. */
-        if (unw_get_reg(&cur, UNW_X86_64_RBP, &bp) == 0 &&
-            moved(&g, words, bp) != bp &&
-            unw_set_reg(&cur, UNW_X86_64_RBP, moved(&g, words, bp)) < 0)
+        if (unw_get_reg(&cur, UNW_X86_64_RBP, &bp) < 0 ||
+            (copy_bp(&g, words, bp) != bp &&
+             unw_set_reg(&cur, UNW_X86_64_RBP, copy_bp(&g, words, bp)) < 0))
             break;
     } while (r->nframes < SP__DUMP_FRAMES && unw_step(&cur) > 0);
 }
