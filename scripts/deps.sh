@@ -6,7 +6,7 @@
 #   scripts/deps.sh cross    + AArch64 cross toolchain, qemu-user, arm64 Check
 set -euo pipefail
 
-core=(cmake make gcc pkg-config libev-dev libhttp-parser-dev check libyaml-dev
+core=(cmake make gcc pkg-config libev-dev libhttp-parser-dev check libyaml-dev libunwind-dev
       valgrind curl python3 netcat-openbsd
       libhiredis-dev libcurl4-openssl-dev redis-server)
 bench=(libboost-context-dev g++ wrk libst-dev nginx-light liburing-dev)

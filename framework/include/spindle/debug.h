@@ -7,15 +7,17 @@
  * channel, group, join; sp_park; sp_run_blocking), the worker it last ran
  * on, its age, how long its current wait has lasted, its stack use, and a
  * backtrace of every fiber that is not running, taken from its saved
- * context by walking frame pointers. Fibers with the same state, wait kind
- * and backtrace are grouped into one entry with their count.
+ * context by DWARF unwinding (libunwind; in builds without it, by walking
+ * frame pointers). Fibers with the same state, wait kind and backtrace are
+ * grouped into one entry with their count.
  *
  * Symbols come from dladdr(): names of functions a shared object or an
  * executable linked with -rdynamic exports; others (static functions, a
- * plain executable's) print as module+offset, for addr2line. Frames of
- * code built without frame pointers end the walk early. The dump may run
- * while fibers run: a fiber that resumes during it may show a cut-short
- * backtrace, never a fault. Details: docs/observability.md, "Fiber dumps".
+ * plain executable's) print as module+offset, for addr2line. Without
+ * libunwind, frames of code built without frame pointers end the walk
+ * early. The dump may run while fibers run: a fiber that resumes during it
+ * may show a cut-short backtrace, never a fault. Details:
+ * docs/observability.md, "Fiber dumps".
  */
 #ifndef SPINDLE_DEBUG_H
 #define SPINDLE_DEBUG_H

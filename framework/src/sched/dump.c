@@ -4,15 +4,16 @@
  * (their backtraces included); stack use, peer addresses and symbols are
  * looked up after it is released. Running fibers are not walked: their
  * saved context is stale. Any other fiber may resume while its frames are
- * read, so every word read is first checked to lie on that fiber's stack
- * (mapped for as long as the fiber is registered, and the lock keeps it
- * registered) and frame pointers must increase: a garbled chain ends the
- * walk, it never faults.
+ * read: the walks (dump_unwind.c, or dump_fpwalk.c without libunwind) read
+ * only that fiber's stack, mapped for as long as the fiber is registered
+ * (the lock keeps it registered), and a garbled one ends a walk, it never
+ * faults.
  *
  * Times: each wait stores sp__ticks(), a few instructions, not a clock
  * call; the dump converts ticks to seconds with a rate measured from the
- * process's start (a reference taken by a constructor) to now. */
+ * first dump's start (the reference) to now. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +22,10 @@
 #include "scheduler_internal.h"
 #include "spindle/debug.h"
 
-/* The snapshot reads fibers that run meanwhile, on purpose: racy reads
- * that TSan would report, and other fibers' stacks, where ASan's checks do
- * not apply. */
-#define RACY_READER __attribute__((no_sanitize("address", "thread")))
-
 static uint64_t ref_ticks, ref_ns;
+static pthread_once_t ref_once = PTHREAD_ONCE_INIT;
 
-__attribute__((constructor)) static void take_reference(void)
+static void take_reference(void)
 {
     ref_ticks = sp__ticks();
     ref_ns = sp__now_ns();
@@ -37,38 +34,16 @@ __attribute__((constructor)) static void take_reference(void)
 static double ticks_per_ns(uint64_t *now)
 {
     uint64_t ns;
-    do { /* over at least 1 ms, for a rate good to 0.1% */
+    do { /* over at least 1 ms (the first dump waits for it), for a rate
+          * good to 0.1% */
         *now = sp__ticks();
         ns = sp__now_ns();
     } while (ns - ref_ns < 1000000);
     return (double)(*now - ref_ticks) / (double)(ns - ref_ns);
 }
 
-/* Frame pointers from the saved context up, each checked against the
- * stack [lo, hi) before it is read. */
-RACY_READER static void walk(const struct sp_fiber *f, sp__dump_rec_t *r)
-{
-    uintptr_t lo = (uintptr_t)f->stack.lo + f->stack.guard;
-    uintptr_t hi = (uintptr_t)f;
-    uintptr_t fp, pc;
-    if (!sp__ctx_frame(&f->ctx, lo, hi, &fp, &pc))
-        return;
-    r->pc[r->nframes++] = pc;
-    uintptr_t prev = lo;
-    while (r->nframes < SP__DUMP_FRAMES && fp > prev && fp % sizeof fp == 0 &&
-           fp < hi && hi - fp >= 2 * sizeof fp) {
-        const volatile uintptr_t *frame = (const volatile uintptr_t *)fp;
-        pc = frame[1];
-        if (!pc)
-            break;
-        r->pc[r->nframes++] = pc;
-        prev = fp;
-        fp = frame[0];
-    }
-}
-
 /* Whether f is listed, and as what. */
-RACY_READER static bool classify(const struct sp_fiber *f,
+SP__RACY_READER static bool classify(const struct sp_fiber *f,
                                  unsigned char *state)
 {
     int st = atomic_load_explicit(&f->state, memory_order_relaxed);
@@ -84,7 +59,7 @@ RACY_READER static bool classify(const struct sp_fiber *f,
     return true;
 }
 
-RACY_READER static bool snapshot(const struct sp_fiber *f, sp__dump_rec_t *r,
+SP__RACY_READER static bool snapshot(const struct sp_fiber *f, sp__dump_rec_t *r,
                                  unsigned flags)
 {
     if (!classify(f, &r->state))
@@ -103,7 +78,7 @@ RACY_READER static bool snapshot(const struct sp_fiber *f, sp__dump_rec_t *r,
     r->nframes = 0;
     if (r->state != SP__DUMP_RUNNING && !(flags & SP_DUMP_NO_STACK) &&
         f->stack.lo)
-        walk(f, r);
+        sp__dump_walk(f, r);
     return true;
 }
 
@@ -186,6 +161,7 @@ int sp_fibers_dump(FILE *out, unsigned flags)
 {
     /* Room for fibers created between the count and the copy; any beyond
      * that are left out of this dump. */
+    pthread_once(&ref_once, take_reference);
     size_t cap = registry_count() + 256;
     sp__dump_rec_t *recs = malloc(sizeof *recs * cap);
     sp__dump_rec_t **order = malloc(sizeof *order * cap);

@@ -47,4 +47,20 @@ typedef struct sp__dump {
 int sp__dump_print_text(FILE *out, const sp__dump_t *d);
 int sp__dump_print_json(FILE *out, const sp__dump_t *d);
 
+struct sp_fiber;
+/* r's backtrace (pc, nframes) from f's saved context; f is parked or
+ * runnable and may resume meanwhile. Called under the registry lock, one
+ * walk at a time. By DWARF unwinding (dump_unwind.c) where libunwind is
+ * found, else by frame pointers (dump_fpwalk.c). */
+void sp__dump_walk(const struct sp_fiber *f, sp__dump_rec_t *r);
+
+/* The snapshot reads fibers that run meanwhile, on purpose: racy reads
+ * that TSan would report, and other fibers' stacks, where ASan's checks do
+ * not apply. Only the sanitizer builds need telling. */
+#if defined(SP_ASAN) || defined(SP_TSAN)
+#define SP__RACY_READER __attribute__((no_sanitize("address", "thread")))
+#else
+#define SP__RACY_READER
+#endif
+
 #endif

@@ -1,8 +1,10 @@
 /* The fiber dump's output (dump.h): text for people, JSON for tools.
  *
- * Symbols come from dladdr(), which is in libc: no new dependency (a DWARF
- * reader such as libunwind or libbacktrace would name static functions
- * and lines, at the cost of one). dladdr knows only exported symbols, so
+ * Symbols come from dladdr(), which is in libc, here after the registry
+ * lock is released (libunwind's unw_get_proc_name would name static
+ * functions too, but reads ELF symbol tables per frame, during the walk,
+ * under the lock, and is not there without libunwind). dladdr knows only
+ * exported symbols, so
  * a frame in a static function, or in an executable not linked with
  * -rdynamic, prints as module+offset, which addr2line -e module resolves.
  * Return addresses are looked up one byte back, inside the call, so a call
