@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,7 +129,7 @@ typedef struct lookup {
     struct hostent he, *res;
     int herr, ret;
     char host[NI_MAXHOST], serv[NI_MAXSERV];
-    char buf[8192];
+    _Alignas(max_align_t) char buf[8192]; /* glibc puts pointer arrays in it */
 } lookup_t;
 
 static void lookup_free(void *p)
