@@ -1,11 +1,15 @@
-/* Name lookups run on a helper thread: getaddrinfo, and (below) the older
- * entry points.
+/* Name lookups run on a helper thread (sp_run_blocking): resolver state is
+ * per thread there, and a slow DNS answer never stalls a worker.
  *
  * An interrupt or a deadline (task.h) may end the caller's wait while the
  * helper still resolves: the lookup then must not write into the caller's
- * frame, which is gone. So the call is a record of its own, with copies of
- * the arguments and its own result pointer, held by the caller and by the
- * helper; whichever lets go last frees it (and an answer nobody took). */
+ * frame, which is gone. So each call is a record of its own, with copies
+ * of the arguments and its own buffers, held by the caller and by the
+ * helper; whichever lets go last frees it (and an answer nobody took). The
+ * non-reentrant calls (gethostbyname...) answer from that record, which
+ * the calling fiber keeps until its next such call or its end (never a
+ * buffer another fiber could overwrite); the others copy into the
+ * caller's buffers. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdatomic.h>
@@ -15,110 +19,16 @@
 
 #include "hook_internal.h"
 
-typedef struct gai_call {
-    char *node, *service; /* copies, or NULL */
-    struct addrinfo hints;
-    bool has_hints;
-    struct addrinfo *res;
-    int ret;
-    int err;
-    _Atomic int refs;
-} gai_call_t;
-
-static void gai_unref(gai_call_t *c)
-{
-    if (atomic_fetch_sub(&c->refs, 1) != 1)
-        return;
-    if (c->ret == 0 && c->res)
-        freeaddrinfo(c->res); /* an answer nobody took */
-    free(c->node);
-    free(c->service);
-    free(c);
-}
-
-static void run_gai(void *p)
-{
-    gai_call_t *c = p;
-    c->ret = sp__real()->getaddrinfo(c->node, c->service,
-                                     c->has_hints ? &c->hints : NULL, &c->res);
-    c->err = errno;
-    gai_unref(c);
-}
-
-/* The record for a call, with copies of its strings; NULL if out of memory. */
-static gai_call_t *gai_new(const char *node, const char *service,
-                           const struct addrinfo *hints)
-{
-    gai_call_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    c->node = node ? strdup(node) : NULL;
-    c->service = service ? strdup(service) : NULL;
-    if ((node && !c->node) || (service && !c->service)) {
-        free(c->node);
-        free(c->service);
-        free(c);
-        return NULL;
-    }
-    if (hints) { /* the lookup reads only the flags, family, type, protocol */
-        c->hints = (struct addrinfo){.ai_flags = hints->ai_flags,
-                                     .ai_family = hints->ai_family,
-                                     .ai_socktype = hints->ai_socktype,
-                                     .ai_protocol = hints->ai_protocol};
-        c->has_hints = true;
-    }
-    c->ret = EAI_SYSTEM;
-    atomic_init(&c->refs, 2); /* the caller's and the helper's */
-    return c;
-}
-
-int getaddrinfo(const char *node, const char *service,
-                const struct addrinfo *hints, struct addrinfo **res)
-{
-    const sp__hook_bridge_t *b = sp__hook_active();
-    if (!b)
-        return sp__real()->getaddrinfo(node, service, hints, res);
-    /* On a helper thread: resolver state is per thread there, and a slow
-     * DNS answer never stalls this worker. */
-    gai_call_t *c = gai_new(node, service, hints);
-    if (!c)
-        return EAI_MEMORY;
-    int rc = b->run_blocking(run_gai, c);
-    if (rc <= -SP_HOOK_INTERRUPTED) { /* the helper finishes and frees it */
-        gai_unref(c);
-        errno = -rc - SP_HOOK_INTERRUPTED;
-        return EAI_SYSTEM;
-    }
-    if (rc < 0) { /* no helper: run_gai never ran */
-        atomic_store(&c->refs, 1);
-        gai_unref(c);
-        errno = -rc;
-        return EAI_SYSTEM;
-    }
-    int ret = c->ret;
-    if (ret == 0) {
-        *res = c->res;
-        c->res = NULL;
-    }
-    errno = c->err;
-    gai_unref(c);
-    return ret;
-}
-
-/* ---- the older resolver entry points ------------------------------------
- * gethostbyname(2)(_r), gethostbyaddr and getnameinfo, on a helper thread
- * as getaddrinfo is, with a record of their own for the same reason. The
- * non-reentrant ones answer from that record, which the calling fiber
- * keeps until its next such call or its end (never a buffer another fiber
- * could overwrite); the _r ones and getnameinfo copy into the caller's
- * buffers. */
-
-enum { BY_NAME, BY_ADDR, NAME_INFO };
+enum { ADDR_INFO, BY_NAME, BY_ADDR, NAME_INFO };
 
 typedef struct lookup {
     _Atomic int refs;
     int kind;
-    char *name;                 /* BY_NAME */
+    char *name;                 /* BY_NAME; ADDR_INFO's node */
+    char *service;              /* ADDR_INFO */
+    struct addrinfo hints, *ai; /* ADDR_INFO; has_hints: hints given */
+    bool has_hints;
+    int err;                    /* ADDR_INFO's errno */
     int af;
     unsigned char addr[16];     /* BY_ADDR */
     socklen_t addrlen;
@@ -135,7 +45,10 @@ typedef struct lookup {
 static void lookup_free(void *p)
 {
     lookup_t *l = p;
+    if (l->ai)
+        freeaddrinfo(l->ai); /* an answer nobody took */
     free(l->name);
+    free(l->service);
     free(l);
 }
 
@@ -150,6 +63,12 @@ static void run_lookup(void *p)
     lookup_t *l = p;
     const sp__real_t *r = sp__real();
     switch (l->kind) {
+    case ADDR_INFO:
+        l->ret = r->getaddrinfo(l->name, l->service, l->has_hints ? &l->hints : NULL, &l->ai);
+        l->err = errno;
+        if (l->ret != 0)
+            l->ai = NULL;
+        break;
     case BY_NAME:
         l->ret = r->gethostbyname2_r(l->name, l->af, &l->he, l->buf, sizeof l->buf,
                                      &l->res, &l->herr);
@@ -328,4 +247,37 @@ int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_
         strcpy(serv, l->serv);
     lookup_unref(l);
     return rc;
+}
+
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                struct addrinfo **res)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b)
+        return sp__real()->getaddrinfo(node, service, hints, res);
+    lookup_t *l = lookup_new(ADDR_INFO);
+    if (l && ((node && !(l->name = strdup(node))) ||
+              (service && !(l->service = strdup(service))))) {
+        lookup_free(l);
+        l = NULL;
+    }
+    if (!l)
+        return EAI_MEMORY;
+    if (hints) { /* the lookup reads only the flags, family, type, protocol */
+        l->hints = (struct addrinfo){.ai_flags = hints->ai_flags,
+                                     .ai_family = hints->ai_family,
+                                     .ai_socktype = hints->ai_socktype,
+                                     .ai_protocol = hints->ai_protocol};
+        l->has_hints = true;
+    }
+    if (lookup_run(b, l) < 0)
+        return EAI_SYSTEM;
+    int ret = l->ret;
+    if (ret == 0) { /* taken: the record no longer frees it */
+        *res = l->ai;
+        l->ai = NULL;
+    }
+    errno = l->err;
+    lookup_unref(l);
+    return ret;
 }
