@@ -2,11 +2,13 @@
  * (a read on a socket, a sleep, a mutex) and 1,000 parked in one; the dump
  * names each wait kind and function, and groups the 1,000 into one entry.
  * The JSON form parses (python3). Dumps made while fibers keep switching
- * all finish. The wait functions are not static and
- * the test is linked with -rdynamic, so dladdr() names them. */
+ * all finish. Through a logger, each group is a record of its own. The
+ * wait functions are not static and the test is linked with -rdynamic, so
+ * dladdr() names them. */
 #include <check.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,10 +259,57 @@ START_TEST(dump_survives_fibers_switching)
 }
 END_TEST
 
+/* Records a callback appender got, each one message ("%m"). */
+typedef struct records {
+    char *text[64];
+    int n;
+} records_t;
+
+static void keep_record(const char *line, size_t len, void *arg)
+{
+    records_t *r = arg;
+    if (r->n < 64)
+        r->text[r->n++] = strndup(line, len);
+}
+
+/* Through a logger: one record for the heading and one per group, in the
+ * text dump's order; nothing at a level the logger does not take. */
+START_TEST(dump_to_log_is_a_record_per_group)
+{
+    static world_t w;
+    static records_t got;
+    world_start(&w);
+    sp_logger_t *lg = sp_logger("test.dump");
+    sp_log_appender_t *app = sp_log_callback(keep_record, &got, "%m");
+    ck_assert_ptr_nonnull(app);
+    ck_assert_int_eq(sp_logger_set_appenders(lg, &app, 1), 0);
+    ck_assert_int_eq(sp_logger_set_level(lg, SP_LEVEL_ERROR), 0);
+    ck_assert_int_eq(sp_fibers_dump_to_log(lg, SP_LEVEL_WARN), 0);
+    ck_assert_int_eq(sp_logger_set_level(lg, SP_LEVEL_INFO), 0);
+    ck_assert_int_ge(sp_fibers_dump_to_log(lg, SP_LEVEL_WARN), MANY + NAMED);
+    ck_assert_int_eq(sp_log_flush(), 0);
+    ck_assert_int_ge(got.n, 5); /* heading, fd read, sleep, mutex, sem */
+    ck_assert_ptr_nonnull(strstr(got.text[0], "spindle fiber dump: pid"));
+    bool sem = false;
+    for (int i = 0; i < got.n; i++) {
+        ck_assert_msg(!strstr(got.text[i], "\n\n"), "a blank line in a record");
+        if (strncmp(got.text[i], "1000 fibers parked on sem:", 26) == 0)
+            sem = strstr(got.text[i], "and 997 more") != NULL;
+    }
+    ck_assert_msg(sem, "no record of the 1000 sem waiters");
+    ck_assert_ptr_nonnull(strstr(got.text[got.n - 1], "end of fiber dump"));
+    for (int i = 0; i < got.n; i++)
+        free(got.text[i]);
+    sp_log_appender_release(app);
+    world_end(&w);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dump");
     SP_TEST_CASE(s, "dump", 60, NULL, NULL, dump_names_waits_and_groups,
-                 dump_json_parses, dump_survives_fibers_switching);
+                 dump_json_parses, dump_survives_fibers_switching,
+                 dump_to_log_is_a_record_per_group);
     return sp_test_run(s);
 }

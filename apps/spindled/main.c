@@ -47,8 +47,8 @@ static int declare(spindled_vars_t *v)
         {"spindle.shutdown_timeout", SP_CVAR_DURATION, "10s", "0", "1h",
          "time requests in progress get to finish on SIGTERM", &v->shutdown_timeout},
         {"spindle.dump_on_sigquit", SP_CVAR_BOOL, "true", NULL, NULL,
-         "SIGQUIT to the worker process writes a dump of every fiber to "
-         "stderr", &v->dump_on_sigquit},
+         "SIGQUIT writes a dump of every fiber to the log (logger "
+         "spindle.fibers, WARN)", &v->dump_on_sigquit},
         {"spindle.restart_backoff_min", SP_CVAR_DURATION, "100ms", "1ms", "1h",
          "first delay before restarting a dead worker", &v->backoff_min},
         {"spindle.restart_backoff_max", SP_CVAR_DURATION, "5s", "1ms", "1h",

@@ -246,12 +246,13 @@ static void reload(servers_t *s)
 }
 
 /* spindle.dump_on_sigquit: a thread of the library's makes the dump (this
- * one sits in sp_daemon_wait_signal); a failure is told, not fatal. */
+ * one sits in sp_daemon_wait_signal) and writes it to the configured log
+ * (logger spindle.fibers, WARN); a failure is told, not fatal. */
 static void dump_on_sigquit(const spindled_t *d)
 {
     int rc = 0;
     if (sp_cvar_bool(d->v.dump_on_sigquit))
-        rc = sp_fibers_dump_on_signal(SIGQUIT, STDERR_FILENO);
+        rc = sp_fibers_dump_on_signal_to_log(SIGQUIT, NULL, SP_LEVEL_WARN);
     if (rc < 0)
         fprintf(stderr, "%s: fiber dumps on SIGQUIT: %s\n", spindled_name,
                 strerror(-rc));

@@ -4,9 +4,11 @@
  * Prometheus text-format reader (tests/tools/prom_parse.py) accepts, whose
  * counters move by a known load, /status links to the rest and
  * /debug/fibers dumps the fibers (text, and JSON), and a restarted worker's page counts the
- * restart. The public HTTP port serves none of them. */
+ * restart. The public HTTP port serves none of them. SIGQUIT to the
+ * supervisor writes the worker's fiber dump to its log. */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,12 +160,40 @@ START_TEST(public_address_refused_at_check)
 }
 END_TEST
 
+/* SIGQUIT sent to the supervisor reaches the worker, which writes its
+ * fiber dump to the configured log (here stderr with a pattern of ours:
+ * each part is a record of logger spindle.fibers at WARN) and serves on. */
+START_TEST(sigquit_to_supervisor_dumps_to_log)
+{
+    write_config("  pattern: \"LOG %p %c: %m%n\"\n");
+    proc_t p;
+    start_daemon(&p);
+    int echo = echo_ping(p.echo_port); /* a fiber parked in its read */
+    char want[96], *err = malloc(PAGE);
+    ck_assert_int_eq(kill(p.pid, SIGQUIT), 0);
+    read_err_until(&p, "end of fiber dump", err, PAGE);
+    snprintf(want, sizeof want, "LOG WARN spindle.fibers: spindle fiber dump: pid %ld,",
+             p.worker);
+    ck_assert_msg(strstr(err, want), "no dump heading in:\n%s", err);
+    ck_assert_msg(strstr(err, " parked on fd read:"),
+                  "no record for the echo connection's fiber in:\n%s", err);
+    ck_assert_ptr_nonnull(strstr(err, "end of fiber dump"));
+    char buf[4096];
+    ck_assert_int_eq(get(p.http_port, "/plaintext", buf, sizeof buf, now_ms() + 10000), 200);
+    ck_assert_int_eq(kill((pid_t)p.worker, 0), 0); /* the same worker serves */
+    close(echo);
+    free(err);
+    stop_daemon(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("spindled_admin");
     TCase *tc = SP_TEST_CASE(s, "admin", 60, setup, teardown, metrics_count_a_known_load,
                              status_links_and_fibers_not_built, restart_counted, off_unless_configured,
-                             public_address_refused_at_check);
+                             public_address_refused_at_check,
+                             sigquit_to_supervisor_dumps_to_log);
     tcase_add_unchecked_fixture(tc, make_base, remove_base);
     return sp_test_run(s);
 }

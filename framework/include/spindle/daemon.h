@@ -4,6 +4,7 @@
  *   caller ──(detach: fork, setsid, fork; chdir /, stdio → /dev/null)──▶
  *   supervisor: holds the pid-file lock, forks the worker, restarts it
  *               when it dies abnormally, forwards SIGTERM/SIGINT/SIGHUP
+ *               and SIGQUIT
  *   worker:     runs worker(arg) with SIGTERM, SIGINT and SIGHUP blocked
  *               (in every thread it starts); it takes them with sigwait()
  *               (sp_daemon_wait_signal) in one plain thread.
@@ -35,7 +36,9 @@
  * Stop: SIGTERM or SIGINT to the supervisor is forwarded to the worker,
  * which stops gracefully and exits 0; the supervisor then removes the pid
  * file and returns the worker's status. SIGHUP is forwarded: the worker
- * reloads its configuration and reopens its log files.
+ * reloads its configuration and reopens its log files. SIGQUIT is
+ * forwarded only: the worker has its default disposition (quit with a
+ * core) unless it installs its own, e.g. sp_fibers_dump_on_signal_to_log.
  *
  * Errors: functions return 0 / an exit status, or a negative errno.
  */

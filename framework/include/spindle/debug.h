@@ -24,6 +24,8 @@
 
 #include <stdio.h>
 
+#include "spindle/log.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,6 +56,16 @@ int sp_fibers_count(sp_fibers_count_t *out);
  * the dump. One signal per process; 0, -EALREADY if one is installed, or
  * -errno. The signal's previous disposition is replaced. */
 int sp_fibers_dump_on_signal(int signo, int fd);
+
+/* The text dump through logger lg (NULL: "spindle.fibers") at level: one
+ * record for the heading and one per group of fibers, so a dump of many
+ * kinds of stacks is many ordinary-sized records, each taken or lost whole
+ * by the log's queue. Nothing is made when lg does not log at level.
+ * Returns what sp_fibers_dump does, 0 when filtered out. */
+int sp_fibers_dump_to_log(sp_logger_t *lg, sp_log_level_t level);
+
+/* sp_fibers_dump_on_signal, with each dump made by sp_fibers_dump_to_log. */
+int sp_fibers_dump_on_signal_to_log(int signo, sp_logger_t *lg, sp_log_level_t level);
 
 #ifdef __cplusplus
 }

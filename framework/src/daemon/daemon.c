@@ -1,5 +1,5 @@
 /* The daemon runner: detaching, and the supervisor loop that forks the
- * worker, restarts it with back-off and forwards stop/reload signals.
+ * worker, restarts it with back-off and forwards stop/reload/quit signals.
  *
  * The supervisor is one plain thread taking every signal from a signalfd
  * or sigtimedwait (SIGCHLD included), so there are no signal handlers and
@@ -192,13 +192,15 @@ static void run_worker(supervisor_t *s, pid_t supervisor)
     ready.detaching = s->verdict_fd >= 0;
     if (ready.detaching)
         close(s->verdict_fd); /* the supervisor gives the verdict */
-    /* SIGCHLD back to normal; SIGTERM, SIGINT and SIGHUP stay blocked (a
-     * stop sent right after the fork waits for the worker's sigwait). */
+    /* SIGCHLD and SIGQUIT back to normal; SIGTERM, SIGINT and SIGHUP stay
+     * blocked (a stop sent right after the fork waits for the worker's
+     * sigwait). */
     signal(SIGCHLD, SIG_DFL);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_UNBLOCK, &chld, NULL);
+    sigset_t own;
+    sigemptyset(&own);
+    sigaddset(&own, SIGCHLD);
+    sigaddset(&own, SIGQUIT);
+    sigprocmask(SIG_UNBLOCK, &own, NULL);
     int status = s->worker(s->arg);
     sp_log_shutdown();
     fflush(NULL);
@@ -243,10 +245,13 @@ static pid_t spawn(supervisor_t *s)
 
 /* ---- the supervisor ------------------------------------------------------ */
 
+/* SIGQUIT is only passed on: a worker's to act on (a fiber dump, or by
+ * default a core), never the supervisor's end. */
 static void supervisor_signals(sigset_t *set)
 {
     sp_daemon_signals(set);
     sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGQUIT);
 }
 
 static void forward(supervisor_t *s, int sig)

@@ -1,4 +1,4 @@
-/* sp_fibers_dump_on_signal (debug.h): a signal asks for a dump.
+/* sp_fibers_dump_on_signal(_to_log) (debug.h): a signal asks for a dump.
  *
  * The handler only writes a byte to a pipe (async-signal-safe); a thread
  * of our own reads it and makes the dump, which takes locks and allocates.
@@ -15,7 +15,9 @@
 #include "spindle/debug.h"
 
 static int pipe_fds[2] = {-1, -1};
-static FILE *dump_out;
+static FILE *dump_out;      /* the dump's file, or NULL: */
+static sp_logger_t *dump_log; /* through this logger */
+static sp_log_level_t dump_level;
 static _Atomic int installed;
 
 static void on_signal(int signo)
@@ -35,8 +37,10 @@ static void *dumper(void *arg)
     char buf[64];
     for (;;) {
         ssize_t n = read(pipe_fds[0], buf, sizeof buf);
-        if (n > 0)
+        if (n > 0 && dump_out)
             sp_fibers_dump(dump_out, 0);
+        else if (n > 0)
+            sp_fibers_dump_to_log(dump_log, dump_level);
         else if (n == 0 || errno != EINTR)
             return NULL;
     }
@@ -58,16 +62,11 @@ static int start_dumper(void)
     return -rc;
 }
 
-int sp_fibers_dump_on_signal(int signo, int fd)
+/* The pipe, the thread and the handler, once the target is set. */
+static int install(int signo)
 {
-    if (atomic_exchange(&installed, 1))
-        return -EALREADY;
     int rc = 0;
-    int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    if (out < 0 || !(dump_out = fdopen(out, "w")))
-        rc = -errno;
-    else if (pipe2(pipe_fds, O_CLOEXEC) != 0 ||
-             fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK) != 0)
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0 || fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK) != 0)
         rc = -errno;
     else
         rc = start_dumper();
@@ -77,6 +76,31 @@ int sp_fibers_dump_on_signal(int signo, int fd)
         if (sigaction(signo, &sa, NULL) != 0)
             rc = -errno; /* a bad signo: the thread waits for nothing */
     }
+    return rc;
+}
+
+int sp_fibers_dump_on_signal(int signo, int fd)
+{
+    if (atomic_exchange(&installed, 1))
+        return -EALREADY;
+    int rc = 0;
+    int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (out < 0 || !(dump_out = fdopen(out, "w")))
+        rc = -errno;
+    else
+        rc = install(signo);
+    if (rc < 0)
+        atomic_store(&installed, 0);
+    return rc;
+}
+
+int sp_fibers_dump_on_signal_to_log(int signo, sp_logger_t *lg, sp_log_level_t level)
+{
+    if (atomic_exchange(&installed, 1))
+        return -EALREADY;
+    dump_log = lg;
+    dump_level = level;
+    int rc = install(signo);
     if (rc < 0)
         atomic_store(&installed, 0);
     return rc;
