@@ -67,6 +67,12 @@ static void resolve(void)
     LOAD(gethostbyname2_r);
     LOAD(gethostbyaddr_r);
     LOAD(getnameinfo);
+    LOAD(res_query);
+    LOAD(res_search);
+    LOAD(res_querydomain);
+    LOAD(res_nquery);
+    LOAD(res_nsearch);
+    LOAD(res_nquerydomain);
 }
 
 const sp__real_t *sp__real(void)

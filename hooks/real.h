@@ -5,6 +5,8 @@
 #define SP_HOOK_REAL_H
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <resolv.h>
 #include <poll.h>
 #include <stddef.h>
 #include <signal.h>
@@ -71,6 +73,13 @@ typedef struct sp__real {
                            size_t, struct hostent **, int *);
     int (*getnameinfo)(const struct sockaddr *, socklen_t, char *, socklen_t, char *,
                        socklen_t, int);
+    int (*res_query)(const char *, int, int, unsigned char *, int);
+    int (*res_search)(const char *, int, int, unsigned char *, int);
+    int (*res_querydomain)(const char *, const char *, int, int, unsigned char *, int);
+    int (*res_nquery)(res_state, const char *, int, int, unsigned char *, int);
+    int (*res_nsearch)(res_state, const char *, int, int, unsigned char *, int);
+    int (*res_nquerydomain)(res_state, const char *, const char *, int, int,
+                            unsigned char *, int);
 } sp__real_t;
 
 /* The table, resolved on first use. */

@@ -1,93 +1,40 @@
-/* Name lookups run on a helper thread (sp_run_blocking): resolver state is
- * per thread there, and a slow DNS answer never stalls a worker.
- *
- * An interrupt or a deadline (task.h) may end the caller's wait while the
- * helper still resolves: the lookup then must not write into the caller's
- * frame, which is gone. So each call is a record of its own, with copies
- * of the arguments and its own buffers, held by the caller and by the
- * helper; whichever lets go last frees it (and an answer nobody took). The
- * non-reentrant calls (gethostbyname...) answer from that record, which
- * the calling fiber keeps until its next such call or its end (never a
- * buffer another fiber could overwrite); the others copy into the
- * caller's buffers. */
+/* Host lookups (getaddrinfo, gethostbyname..., getnameinfo) run on a
+ * helper thread (lookup.h): resolver state is per thread there, and a slow
+ * DNS answer never stalls a worker. The non-reentrant calls
+ * (gethostbyname...) answer from their record, which the calling fiber
+ * keeps until its next such call or its end (never a buffer another fiber
+ * could overwrite); the others copy into the caller's buffers. */
 #include <errno.h>
 #include <netdb.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook_internal.h"
+#include "lookup.h"
 
-enum { ADDR_INFO, BY_NAME, BY_ADDR, NAME_INFO };
-
-typedef struct lookup {
-    _Atomic int refs;
-    int kind;
-    char *name;                 /* BY_NAME; ADDR_INFO's node */
-    char *service;              /* ADDR_INFO */
-    struct addrinfo hints, *ai; /* ADDR_INFO; has_hints: hints given */
-    bool has_hints;
-    int err;                    /* ADDR_INFO's errno */
-    int af;
-    unsigned char addr[16];     /* BY_ADDR */
-    socklen_t addrlen;
-    struct sockaddr_storage sa; /* NAME_INFO */
-    socklen_t salen;
-    int flags;
-    bool want_host, want_serv;
-    struct hostent he, *res;
-    int herr, ret;
-    char host[NI_MAXHOST], serv[NI_MAXSERV];
-    _Alignas(max_align_t) char buf[8192]; /* glibc puts pointer arrays in it */
-} lookup_t;
-
-static void lookup_free(void *p)
+void sp__lookup_free(sp__lookup_t *l)
 {
-    lookup_t *l = p;
     if (l->ai)
         freeaddrinfo(l->ai); /* an answer nobody took */
     free(l->name);
     free(l->service);
+    free(l->answer);
     free(l);
 }
 
-static void lookup_unref(lookup_t *l)
+void sp__lookup_unref(sp__lookup_t *l)
 {
     if (atomic_fetch_sub(&l->refs, 1) == 1)
-        lookup_free(l);
+        sp__lookup_free(l);
 }
 
 static void run_lookup(void *p)
 {
-    lookup_t *l = p;
-    const sp__real_t *r = sp__real();
-    switch (l->kind) {
-    case ADDR_INFO:
-        l->ret = r->getaddrinfo(l->name, l->service, l->has_hints ? &l->hints : NULL, &l->ai);
-        l->err = errno;
-        if (l->ret != 0)
-            l->ai = NULL;
-        break;
-    case BY_NAME:
-        l->ret = r->gethostbyname2_r(l->name, l->af, &l->he, l->buf, sizeof l->buf,
-                                     &l->res, &l->herr);
-        break;
-    case BY_ADDR:
-        l->ret = r->gethostbyaddr_r(l->addr, l->addrlen, l->af, &l->he, l->buf,
-                                    sizeof l->buf, &l->res, &l->herr);
-        break;
-    default:
-        l->ret = r->getnameinfo((struct sockaddr *)&l->sa, l->salen,
-                                l->want_host ? l->host : NULL, sizeof l->host,
-                                l->want_serv ? l->serv : NULL, sizeof l->serv, l->flags);
-    }
-    lookup_unref(l);
+    sp__lookup_t *l = p;
+    l->run(l);
+    sp__lookup_unref(l);
 }
 
-/* Run l on a helper. 0 with l's answer to read (the caller's reference
- * still held), or -1 with errno set: l is then given up. */
-static int lookup_run(const sp__hook_bridge_t *b, lookup_t *l)
+int sp__lookup_run(const sp__hook_bridge_t *b, sp__lookup_t *l)
 {
     atomic_init(&l->refs, 2);
     int rc = b->run_blocking(run_lookup, l);
@@ -95,23 +42,52 @@ static int lookup_run(const sp__hook_bridge_t *b, lookup_t *l)
         return 0;
     if (rc > -SP_HOOK_INTERRUPTED) /* no helper: run_lookup never ran */
         atomic_store(&l->refs, 1);
-    lookup_unref(l);
+    sp__lookup_unref(l);
     errno = rc <= -SP_HOOK_INTERRUPTED ? -rc - SP_HOOK_INTERRUPTED : -rc;
     return -1;
 }
 
-static lookup_t *lookup_new(int kind)
+sp__lookup_t *sp__lookup_new(void (*run)(sp__lookup_t *l))
 {
-    lookup_t *l = calloc(1, sizeof *l);
+    sp__lookup_t *l = calloc(1, sizeof *l);
     if (l)
-        l->kind = kind;
+        l->run = run;
     return l;
 }
 
-/* A lookup of name in family af; NULL if out of memory. */
-static lookup_t *by_name(const char *name, int af)
+static void run_addr_info(sp__lookup_t *l)
 {
-    lookup_t *l = lookup_new(BY_NAME);
+    l->ret = sp__real()->getaddrinfo(l->name, l->service, l->has_hints ? &l->hints : NULL,
+                                     &l->ai);
+    l->err = errno;
+    if (l->ret != 0)
+        l->ai = NULL;
+}
+
+static void run_by_name(sp__lookup_t *l)
+{
+    l->ret = sp__real()->gethostbyname2_r(l->name, l->af, &l->he, l->buf, sizeof l->buf,
+                                          &l->res, &l->herr);
+}
+
+static void run_by_addr(sp__lookup_t *l)
+{
+    l->ret = sp__real()->gethostbyaddr_r(l->addr, l->addrlen, l->af, &l->he, l->buf,
+                                         sizeof l->buf, &l->res, &l->herr);
+}
+
+static void run_name_info(sp__lookup_t *l)
+{
+    l->ret = sp__real()->getnameinfo((struct sockaddr *)&l->sa, l->salen,
+                                     l->want_host ? l->host : NULL, sizeof l->host,
+                                     l->want_serv ? l->serv : NULL, sizeof l->serv,
+                                     l->flags);
+}
+
+/* A lookup of name in family af; NULL if out of memory. */
+static sp__lookup_t *by_name(const char *name, int af)
+{
+    sp__lookup_t *l = sp__lookup_new(run_by_name);
     if (l && !(l->name = strdup(name))) {
         free(l);
         return NULL;
@@ -121,16 +97,21 @@ static lookup_t *by_name(const char *name, int af)
     return l;
 }
 
-/* A non-reentrant call's answer: kept by the fiber, or NULL with h_errno. */
-static struct hostent *kept_answer(const sp__hook_bridge_t *b, lookup_t *l)
+static void kept_free(void *p)
 {
-    if (!l || lookup_run(b, l) < 0) {
+    sp__lookup_free(p);
+}
+
+/* A non-reentrant call's answer: kept by the fiber, or NULL with h_errno. */
+static struct hostent *kept_answer(const sp__hook_bridge_t *b, sp__lookup_t *l)
+{
+    if (!l || sp__lookup_run(b, l) < 0) {
         h_errno = NETDB_INTERNAL;
         return NULL;
     }
     h_errno = l->herr;
     struct hostent *res = l->ret == 0 ? l->res : NULL;
-    b->fiber_keep(l, lookup_free); /* the reference the caller held */
+    b->fiber_keep(l, kept_free); /* the reference the caller held */
     return res;
 }
 
@@ -149,18 +130,24 @@ struct hostent *gethostbyname(const char *name)
     return gethostbyname2(name, AF_INET);
 }
 
-struct hostent *gethostbyaddr(const void *addr, socklen_t len, int type)
+/* A lookup of addr[len] in family type; NULL if out of memory. */
+static sp__lookup_t *by_addr(const void *addr, socklen_t len, int type)
 {
-    const sp__hook_bridge_t *b = sp__hook_active();
-    if (!b || len > sizeof ((lookup_t *)0)->addr)
-        return sp__real()->gethostbyaddr(addr, len, type);
-    lookup_t *l = lookup_new(BY_ADDR);
+    sp__lookup_t *l = sp__lookup_new(run_by_addr);
     if (l) {
         memcpy(l->addr, addr, len);
         l->addrlen = len;
         l->af = type;
     }
-    return kept_answer(b, l);
+    return l;
+}
+
+struct hostent *gethostbyaddr(const void *addr, socklen_t len, int type)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || len > sizeof ((sp__lookup_t *)0)->addr)
+        return sp__real()->gethostbyaddr(addr, len, type);
+    return kept_answer(b, by_addr(addr, len, type));
 }
 
 /* Copy `from` into `to`, its lists and strings into buf[len] (the caller's
@@ -192,25 +179,31 @@ static int hostent_copy(const struct hostent *from, struct hostent *to, char *bu
     return 0;
 }
 
+/* A _r call's answer from l, copied into the caller's ret and buf. */
+static int answer_r(const sp__hook_bridge_t *b, sp__lookup_t *l, struct hostent *ret,
+                    char *buf, size_t buflen, struct hostent **result, int *h_errnop)
+{
+    *result = NULL;
+    *h_errnop = NETDB_INTERNAL;
+    if (!l)
+        return ENOMEM;
+    if (sp__lookup_run(b, l) < 0) /* l is given up */
+        return errno;
+    *h_errnop = l->herr;
+    int rc = l->ret;
+    if (rc == 0 && l->res && (rc = hostent_copy(l->res, ret, buf, buflen)) == 0)
+        *result = ret;
+    sp__lookup_unref(l);
+    return rc;
+}
+
 int gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
                      struct hostent **result, int *h_errnop)
 {
     const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->gethostbyname2_r(name, af, ret, buf, buflen, result, h_errnop);
-    *result = NULL;
-    *h_errnop = NETDB_INTERNAL;
-    lookup_t *l = by_name(name, af);
-    if (!l)
-        return ENOMEM;
-    if (lookup_run(b, l) < 0) /* l is given up */
-        return errno;
-    *h_errnop = l->herr;
-    int rc = l->ret;
-    if (rc == 0 && l->res && (rc = hostent_copy(l->res, ret, buf, buflen)) == 0)
-        *result = ret;
-    lookup_unref(l);
-    return rc;
+    return answer_r(b, by_name(name, af), ret, buf, buflen, result, h_errnop);
 }
 
 int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen,
@@ -221,13 +214,23 @@ int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buf
     return gethostbyname2_r(name, AF_INET, ret, buf, buflen, result, h_errnop);
 }
 
+int gethostbyaddr_r(const void *addr, socklen_t len, int type, struct hostent *ret,
+                    char *buf, size_t buflen, struct hostent **result, int *h_errnop)
+{
+    const sp__hook_bridge_t *b = sp__hook_active();
+    if (!b || len > sizeof ((sp__lookup_t *)0)->addr)
+        return sp__real()->gethostbyaddr_r(addr, len, type, ret, buf, buflen, result,
+                                           h_errnop);
+    return answer_r(b, by_addr(addr, len, type), ret, buf, buflen, result, h_errnop);
+}
+
 int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_t hostlen,
                 char *serv, socklen_t servlen, int flags)
 {
     const sp__hook_bridge_t *b = sp__hook_active();
     if (!b || salen > sizeof(struct sockaddr_storage))
         return sp__real()->getnameinfo(sa, salen, host, hostlen, serv, servlen, flags);
-    lookup_t *l = lookup_new(NAME_INFO);
+    sp__lookup_t *l = sp__lookup_new(run_name_info);
     if (!l)
         return EAI_MEMORY;
     memcpy(&l->sa, sa, salen);
@@ -235,7 +238,7 @@ int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_
     l->flags = flags;
     l->want_host = host && hostlen;
     l->want_serv = serv && servlen;
-    if (lookup_run(b, l) < 0)
+    if (sp__lookup_run(b, l) < 0)
         return EAI_SYSTEM;
     int rc = l->ret;
     if (rc == 0 && ((l->want_host && strlen(l->host) >= hostlen) ||
@@ -245,7 +248,7 @@ int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_
         strcpy(host, l->host);
     if (rc == 0 && l->want_serv)
         strcpy(serv, l->serv);
-    lookup_unref(l);
+    sp__lookup_unref(l);
     return rc;
 }
 
@@ -255,10 +258,10 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->getaddrinfo(node, service, hints, res);
-    lookup_t *l = lookup_new(ADDR_INFO);
+    sp__lookup_t *l = sp__lookup_new(run_addr_info);
     if (l && ((node && !(l->name = strdup(node))) ||
               (service && !(l->service = strdup(service))))) {
-        lookup_free(l);
+        sp__lookup_free(l);
         l = NULL;
     }
     if (!l)
@@ -270,7 +273,7 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
                                      .ai_protocol = hints->ai_protocol};
         l->has_hints = true;
     }
-    if (lookup_run(b, l) < 0)
+    if (sp__lookup_run(b, l) < 0)
         return EAI_SYSTEM;
     int ret = l->ret;
     if (ret == 0) { /* taken: the record no longer frees it */
@@ -278,6 +281,6 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
         l->ai = NULL;
     }
     errno = l->err;
-    lookup_unref(l);
+    sp__lookup_unref(l);
     return ret;
 }

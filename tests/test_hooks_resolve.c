@@ -18,7 +18,8 @@
 #include "hook_util.h"
 #include "testutil.h"
 
-enum { K_BYNAME, K_BYNAME2, K_BYNAME_R, K_BYNAME2_R, K_BYADDR, K_NAMEINFO, K_KINDS };
+enum { K_BYNAME, K_BYNAME2, K_BYNAME_R, K_BYNAME2_R, K_BYADDR, K_BYADDR_R, K_NAMEINFO,
+       K_KINDS };
 
 /* Lookup kind k of localhost / 127.0.0.1, summed up as text. */
 static void lookup(int k, char *out, size_t len)
@@ -35,6 +36,9 @@ static void lookup(int k, char *out, size_t len)
         gethostbyname2_r("localhost", AF_INET, &he, buf, sizeof buf, &h, &herr);
         break;
     case K_BYADDR: h = gethostbyaddr(&lo, sizeof lo, AF_INET); break;
+    case K_BYADDR_R:
+        gethostbyaddr_r(&lo, sizeof lo, AF_INET, &he, buf, sizeof buf, &h, &herr);
+        break;
     case K_NAMEINFO: {
         struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(80), .sin_addr = lo};
         char host[128], serv[32];
