@@ -39,7 +39,7 @@ static inline sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **b
     const sp__hook_bridge_t *b = sp__bridge();
     unsigned fl = 0;
     sp__fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
-    if (!c || (fl & (SP_FD_SOCKET | SP_FD_USER_NB)) != SP_FD_SOCKET)
+    if (!c || (fl & (SP_FD_MANAGED | SP_FD_USER_NB)) != SP_FD_MANAGED)
         return NULL;
     if (!(fl & SP_FD_SYS_NB) && !sp__hook_make_nonblocking(c, fd))
         return NULL;

@@ -1,22 +1,16 @@
-/* A name lookup run on a helper thread (sp_run_blocking), shared by the
- * host lookups (resolve.c) and the DNS queries (res_query.c).
- *
- * An interrupt or a deadline (task.h) may end the caller's wait while the
- * helper still works: the helper then must not write into the caller's
- * frame, which is gone. So each call is a record of its own, with copies
- * of the arguments and its own buffers, held by the caller and by the
- * helper; whichever lets go last frees it (and an answer nobody took). */
+/* A name lookup run as a helper job (helper_job.h), shared by the host
+ * lookups (resolve.c) and the DNS queries (res_query.c): copies of the
+ * arguments, buffers of its own, and an answer nobody took freed with it. */
 #ifndef SP_HOOK_LOOKUP_H
 #define SP_HOOK_LOOKUP_H
 
 #include <netdb.h>
 #include <netinet/in.h>
 #include <resolv.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hook_internal.h"
+#include "helper_job.h"
 
 typedef struct sp__lookup sp__lookup_t;
 
@@ -31,8 +25,7 @@ typedef struct sp__res_settings {
 } sp__res_settings_t;
 
 struct sp__lookup {
-    _Atomic int refs;
-    void (*run)(sp__lookup_t *l); /* on the helper */
+    sp__job_t job; /* first: a job is its lookup */
     char *name;                 /* host name; getaddrinfo's node; DNS name */
     char *service;              /* getaddrinfo's service; DNS domain */
     struct addrinfo hints, *ai; /* getaddrinfo; has_hints: hints given */
@@ -55,12 +48,18 @@ struct sp__lookup {
 };
 
 /* A zeroed record that runs `run`; NULL if out of memory. */
-sp__lookup_t *sp__lookup_new(void (*run)(sp__lookup_t *l));
+sp__lookup_t *sp__lookup_new(void (*run)(sp__job_t *j));
 void sp__lookup_free(sp__lookup_t *l);
-void sp__lookup_unref(sp__lookup_t *l);
 
-/* Run l on a helper. 0 with l's answer to read (the caller's reference
- * still held), or -1 with errno set: l is then given up. */
-int sp__lookup_run(const sp__hook_bridge_t *b, sp__lookup_t *l);
+static inline void sp__lookup_unref(sp__lookup_t *l)
+{
+    sp__job_unref(&l->job);
+}
+
+/* sp__job_run for l. */
+static inline int sp__lookup_run(const sp__hook_bridge_t *b, sp__lookup_t *l)
+{
+    return sp__job_run(b, &l->job);
+}
 
 #endif

@@ -67,6 +67,11 @@ static void resolve(void)
     LOAD(gethostbyname2_r);
     LOAD(gethostbyaddr_r);
     LOAD(getnameinfo);
+    LOAD(eventfd);
+    LOAD(timerfd_create);
+    LOAD(signalfd);
+    LOAD(inotify_init);
+    LOAD(inotify_init1);
     LOAD(res_query);
     LOAD(res_search);
     LOAD(res_querydomain);

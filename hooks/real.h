@@ -73,6 +73,11 @@ typedef struct sp__real {
                            size_t, struct hostent **, int *);
     int (*getnameinfo)(const struct sockaddr *, socklen_t, char *, socklen_t, char *,
                        socklen_t, int);
+    int (*eventfd)(unsigned int, int);
+    int (*timerfd_create)(int, int);
+    int (*signalfd)(int, const sigset_t *, int);
+    int (*inotify_init)(void);
+    int (*inotify_init1)(int);
     int (*res_query)(const char *, int, int, unsigned char *, int);
     int (*res_search)(const char *, int, int, unsigned char *, int);
     int (*res_querydomain)(const char *, const char *, int, int, unsigned char *, int);

@@ -53,8 +53,9 @@ static void settings_give(const sp__res_settings_t *s, struct __res_state *st)
     st->dnsrch[i] = NULL;
 }
 
-static void run_query(sp__lookup_t *l)
+static void run_query(sp__job_t *j)
 {
+    sp__lookup_t *l = (sp__lookup_t *)j;
     const sp__real_t *r = sp__real();
     struct __res_state st;
     memset(&st, 0, sizeof st);

@@ -21,42 +21,24 @@ void sp__lookup_free(sp__lookup_t *l)
     free(l);
 }
 
-void sp__lookup_unref(sp__lookup_t *l)
+static void lookup_free(sp__job_t *j)
 {
-    if (atomic_fetch_sub(&l->refs, 1) == 1)
-        sp__lookup_free(l);
+    sp__lookup_free((sp__lookup_t *)j);
 }
 
-static void run_lookup(void *p)
-{
-    sp__lookup_t *l = p;
-    l->run(l);
-    sp__lookup_unref(l);
-}
-
-int sp__lookup_run(const sp__hook_bridge_t *b, sp__lookup_t *l)
-{
-    atomic_init(&l->refs, 2);
-    int rc = b->run_blocking(run_lookup, l);
-    if (rc == 0)
-        return 0;
-    if (rc > -SP_HOOK_INTERRUPTED) /* no helper: run_lookup never ran */
-        atomic_store(&l->refs, 1);
-    sp__lookup_unref(l);
-    errno = rc <= -SP_HOOK_INTERRUPTED ? -rc - SP_HOOK_INTERRUPTED : -rc;
-    return -1;
-}
-
-sp__lookup_t *sp__lookup_new(void (*run)(sp__lookup_t *l))
+sp__lookup_t *sp__lookup_new(void (*run)(sp__job_t *j))
 {
     sp__lookup_t *l = calloc(1, sizeof *l);
-    if (l)
-        l->run = run;
+    if (l) {
+        l->job.run = run;
+        l->job.free = lookup_free;
+    }
     return l;
 }
 
-static void run_addr_info(sp__lookup_t *l)
+static void run_addr_info(sp__job_t *j)
 {
+    sp__lookup_t *l = (sp__lookup_t *)j;
     l->ret = sp__real()->getaddrinfo(l->name, l->service, l->has_hints ? &l->hints : NULL,
                                      &l->ai);
     l->err = errno;
@@ -64,20 +46,23 @@ static void run_addr_info(sp__lookup_t *l)
         l->ai = NULL;
 }
 
-static void run_by_name(sp__lookup_t *l)
+static void run_by_name(sp__job_t *j)
 {
+    sp__lookup_t *l = (sp__lookup_t *)j;
     l->ret = sp__real()->gethostbyname2_r(l->name, l->af, &l->he, l->buf, sizeof l->buf,
                                           &l->res, &l->herr);
 }
 
-static void run_by_addr(sp__lookup_t *l)
+static void run_by_addr(sp__job_t *j)
 {
+    sp__lookup_t *l = (sp__lookup_t *)j;
     l->ret = sp__real()->gethostbyaddr_r(l->addr, l->addrlen, l->af, &l->he, l->buf,
                                          sizeof l->buf, &l->res, &l->herr);
 }
 
-static void run_name_info(sp__lookup_t *l)
+static void run_name_info(sp__job_t *j)
 {
+    sp__lookup_t *l = (sp__lookup_t *)j;
     l->ret = sp__real()->getnameinfo((struct sockaddr *)&l->sa, l->salen,
                                      l->want_host ? l->host : NULL, sizeof l->host,
                                      l->want_serv ? l->serv : NULL, sizeof l->serv,

@@ -164,7 +164,7 @@ static sp__fd_ctx_t *managed_nb(int fd, unsigned *flags)
     unsigned fl = b->fd_flags(c);
     if (flags)
         *flags = fl;
-    return (fl & SP_FD_VALID) && (fl & SP_FD_SOCKET) && (fl & SP_FD_SYS_NB) ? c : NULL;
+    return (fl & SP_FD_VALID) && (fl & SP_FD_MANAGED) && (fl & SP_FD_SYS_NB) ? c : NULL;
 }
 
 int fcntl(int fd, int cmd, ...)

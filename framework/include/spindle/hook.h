@@ -37,6 +37,22 @@ int64_t sp_hook_connect_timeout(void);
  * attached by the first IOManager. */
 bool sp_hook_available(void);
 
+/* Make fd cooperative in fibers as a socket is: a pipe, FIFO, terminal or
+ * other character device, or an eventfd, timerfd, signalfd or inotify fd
+ * made outside a fiber (those made in a fiber are adopted already).
+ * O_NONBLOCK is set on the open file underneath while the program still
+ * sees the fd as it was; blocking reads, writes and polls on it then park
+ * the fiber. O_NONBLOCK is shared by every process holding the same open
+ * file (the other end's process of a pipe is not: each end is its own
+ * file), so adopt only what this process alone uses, and release an fd
+ * before handing it to a child. 0, -EBADF, or -EPERM for a regular file,
+ * directory or block device (always ready: they would never park). */
+int sp_hook_adopt_fd(int fd);
+/* Give fd back: O_NONBLOCK cleared underneath again (unless the program
+ * set it), and hooked calls on it are the plain libc calls once more.
+ * Works for sockets too. 0 or -errno. */
+int sp_hook_release_fd(int fd);
+
 /* A stdio stream on fd whose reads and writes are the hooked read and
  * write, so that in a fiber fgets, fread, fprintf... park instead of
  * blocking the worker. A stream from glibc's fdopen on a socket does not:

@@ -85,7 +85,7 @@ unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd)
         if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
             int type = 0;
             socklen_t len = sizeof type;
-            fl |= SP_FD_SOCKET;
+            fl |= SP_FD_MANAGED;
             if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
                 type == SOCK_STREAM)
                 fl |= SP_FD_STREAM;
@@ -107,9 +107,33 @@ int sp__fd_adopt(int fd, unsigned flags)
         return -EBADF;
     sp__spin_lock(&c->lock);
     sp__fd_ctx_forget(c);
-    atomic_store(&c->flags, SP_FD_VALID | SP_FD_SOCKET | SP_FD_SYS_NB | flags);
+    atomic_store(&c->flags, SP_FD_VALID | SP_FD_MANAGED | SP_FD_SYS_NB | flags);
     sp__spin_unlock(&c->lock);
     return 0;
+}
+
+void sp__fd_manage(sp__fd_ctx_t *c)
+{
+    sp__spin_lock(&c->lock);
+    atomic_store(&c->flags, atomic_load(&c->flags) | SP_FD_MANAGED);
+    sp__spin_unlock(&c->lock);
+}
+
+int sp__fd_release(sp__fd_ctx_t *c, int fd)
+{
+    int rc = 0;
+    sp__spin_lock(&c->lock);
+    unsigned fl = atomic_load(&c->flags);
+    if ((fl & SP_FD_SYS_NB) && !(fl & SP_FD_USER_NB)) {
+        int kfl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+        if (kfl < 0 || syscall(SYS_fcntl, fd, F_SETFL, kfl & ~O_NONBLOCK) != 0)
+            rc = -errno;
+    }
+    if (rc == 0)
+        atomic_store(&c->flags, fl & ~(unsigned)(SP_FD_MANAGED |
+                                                 (fl & SP_FD_USER_NB ? 0 : SP_FD_SYS_NB)));
+    sp__spin_unlock(&c->lock);
+    return rc;
 }
 
 void sp__fd_set_user_nb(sp__fd_ctx_t *c, bool on)

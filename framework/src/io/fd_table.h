@@ -56,11 +56,16 @@ static inline sp__fd_ctx_t *sp__fd_ctx_known(int fd)
 unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd);
 /* With the lock held: forget what we know (the fd number was closed). */
 void sp__fd_ctx_forget(sp__fd_ctx_t *c);
-/* A new socket of ours, non-blocking underneath: its entry starts afresh
- * as a managed socket with `flags` (SP_FD_STREAM, SP_FD_USER_NB: the
- * user's view). The one way a socket is adopted: the hooks (socket,
- * accept) and the TCP server's acceptor both call it. 0 or -EBADF. */
+/* A new fd of ours, non-blocking underneath: its entry starts afresh as
+ * managed with `flags` (SP_FD_STREAM, SP_FD_USER_NB: the user's view). The
+ * one way a new fd is adopted: the hooks (socket, accept, eventfd...) and
+ * the TCP server's acceptor all call it. 0 or -EBADF. */
 int sp__fd_adopt(int fd, unsigned flags);
+/* An fd from elsewhere made managed (sp_hook_adopt_fd), or given back
+ * (sp_hook_release_fd): under the entry's lock, the flag and, for a
+ * release, O_NONBLOCK cleared again unless the user set it. */
+void sp__fd_manage(sp__fd_ctx_t *c);
+int sp__fd_release(sp__fd_ctx_t *c, int fd);
 /* The other changes the hooks make to an entry, each under its lock: the
  * user's O_NONBLOCK view (fcntl, ioctl FIONBIO); a hooked wait's timeout
  * (SO_RCVTIMEO/SO_SNDTIMEO; <= 0: none); what a dup'ed fd shares with its

@@ -13,7 +13,9 @@
 /* What the fd table knows of an fd, as bits (fd_active reports them). */
 enum sp_fd_flag {
     SP_FD_VALID = 1,    /* the flags describe the fd that has this number */
-    SP_FD_SOCKET = 2,   /* a socket: the hooks manage it */
+    SP_FD_MANAGED = 2,  /* the hooks manage it: a socket; an eventfd, timerfd,
+                           signalfd or inotify fd made in a fiber; an fd
+                           given to sp_hook_adopt_fd */
     SP_FD_SYS_NB = 4,   /* O_NONBLOCK is set on the kernel's file */
     SP_FD_USER_NB = 8,  /* O_NONBLOCK as the user set it and sees it */
     SP_FD_STREAM = 16,  /* a stream socket: a short read drained it */
