@@ -27,11 +27,12 @@ const sp__hook_bridge_t *sp__hook_active(void);
  * the kernel refused. */
 bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd);
 
-/* When the calling fiber may park and fd is a socket the hooks manage (fd
- * created or first used in a fiber, not made non-blocking by the user):
- * its context, with O_NONBLOCK set in the kernel, the bridge in *bp and,
- * if flags is not NULL, the fd's flags as looked up (SP_FD_*). NULL means:
- * call libc as it is. Inline: every hooked call starts here, and what it
+/* When the calling fiber may park and fd is one the hooks manage (a
+ * socket created or first used in a fiber, not made non-blocking by the
+ * user; an adopted fd): its context, with O_NONBLOCK set in the kernel.
+ * Always the bridge in *bp and, if flags is not NULL, the fd's flags as
+ * looked up (SP_FD_*; 0 when the fiber may not park). NULL means: call
+ * libc as it is (or offload a file's call). Inline: every hooked call starts here, and what it
  * does for a managed socket is one call and a flag test. */
 static inline sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **bp,
                                             unsigned *flags)
@@ -39,13 +40,13 @@ static inline sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **b
     const sp__hook_bridge_t *b = sp__bridge();
     unsigned fl = 0;
     sp__fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
+    *bp = b;
+    if (flags)
+        *flags = fl; /* also when not managed: a file's calls look at it */
     if (!c || (fl & (SP_FD_MANAGED | SP_FD_USER_NB)) != SP_FD_MANAGED)
         return NULL;
     if (!(fl & SP_FD_SYS_NB) && !sp__hook_make_nonblocking(c, fd))
         return NULL;
-    *bp = b;
-    if (flags)
-        *flags = fl;
     return c;
 }
 

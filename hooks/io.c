@@ -73,7 +73,7 @@ static ssize_t hooked(io_call_t *c)
     sp__fd_ctx_t *ctx =
         c->flags & MSG_DONTWAIT ? NULL : sp__hook_managed(c->fd, &b, &fl);
     if (!ctx)
-        return call_libc(c);
+        return fl & SP_FD_FILE ? sp__hook_file_io(b, fl, c) : call_libc(c);
     as_socket_call(c, fl);
     return c->op <= OP_RECVMSG ? hooked_read(b, ctx, fl, c) : sp__hook_write(b, ctx, c);
 }

@@ -75,4 +75,8 @@ static inline size_t iov_total(const struct iovec *iov, int n)
  * when the fiber is resumed. */
 ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c);
 
+/* The read/write family on a file fd (SP_FD_FILE in fl): to the helper
+ * pool when offload is on for it, else libc's (file_offload.c). */
+ssize_t sp__hook_file_io(const sp__hook_bridge_t *b, unsigned fl, io_call_t *c);
+
 #endif

@@ -67,6 +67,10 @@ static void resolve(void)
     LOAD(gethostbyname2_r);
     LOAD(gethostbyaddr_r);
     LOAD(getnameinfo);
+    LOAD(pread);
+    LOAD(pwrite);
+    LOAD(fsync);
+    LOAD(fdatasync);
     LOAD(eventfd);
     LOAD(timerfd_create);
     LOAD(signalfd);

@@ -73,6 +73,10 @@ typedef struct sp__real {
                            size_t, struct hostent **, int *);
     int (*getnameinfo)(const struct sockaddr *, socklen_t, char *, socklen_t, char *,
                        socklen_t, int);
+    ssize_t (*pread)(int, void *, size_t, off_t);
+    ssize_t (*pwrite)(int, const void *, size_t, off_t);
+    int (*fsync)(int);
+    int (*fdatasync)(int);
     int (*eventfd)(unsigned int, int);
     int (*timerfd_create)(int, int);
     int (*signalfd)(int, const sigset_t *, int);

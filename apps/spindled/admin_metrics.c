@@ -8,6 +8,7 @@
 #include <spindle/debug.h>
 #include <spindle/log.h>
 #include <spindle/metrics.h>
+#include <spindle/scheduler.h>
 
 #include "spindled.h"
 
@@ -164,11 +165,28 @@ static void fibers(sp_metrics_out_t *o)
               (double)n.stack_bytes});
 }
 
+/* The helper pool that blocking calls (lookups, offloaded file I/O,
+ * sp_run_blocking) run on. */
+static void helpers(sp_metrics_out_t *o)
+{
+    sp_blocking_stats_t b;
+    sp_blocking_stats(&b);
+    EMIT_ALL(o, NULL,
+             {"spindle_blocking_jobs_total", "Blocking calls run on helper threads.", C,
+              (double)b.jobs},
+             {"spindle_blocking_abandoned_total", "Of those, ones whose fiber was interrupted.",
+              C, (double)b.abandoned},
+             {"spindle_blocking_queued", "Blocking calls waiting for a helper thread.", G,
+              (double)b.queued},
+             {"spindle_blocking_threads", "Helper threads.", G, (double)b.threads});
+}
+
 void spindled_collect(sp_metrics_out_t *o, void *arg)
 {
     const spindled_servers_t *s = arg;
     workers(o, s->io);
     fibers(o);
+    helpers(o);
     http(o, "http", s->http);
     http(o, "admin", s->admin);
     listeners(o, "http", s->http, &app_http_ops);

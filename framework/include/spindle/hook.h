@@ -53,6 +53,19 @@ int sp_hook_adopt_fd(int fd);
  * Works for sockets too. 0 or -errno. */
 int sp_hook_release_fd(int fd);
 
+/* Regular files and block devices are always "ready", so a fiber's read
+ * or write on one holds its worker for as long as the disk takes. With
+ * offload on, a fiber's read, readv, pread, write, writev, pwrite, fsync
+ * and fdatasync on such an fd run on the helper pool instead (each on a
+ * dup of the fd and a copy of the bytes, so an interrupt returns at once
+ * and the helper never touches the caller's buffer afterwards). Off by
+ * default: a helper round trip costs more than a page-cache hit. fd: one
+ * fd (until it is closed), or SP_HOOK_ALL_FILES for every file fd; either
+ * being on turns it on for an fd. 0, -EBADF, or -EPERM for an fd that is
+ * not a file. */
+#define SP_HOOK_ALL_FILES (-1)
+int sp_hook_set_file_offload(int fd, bool on);
+
 /* A stdio stream on fd whose reads and writes are the hooked read and
  * write, so that in a fiber fgets, fread, fprintf... park instead of
  * blocking the worker. A stream from glibc's fdopen on a socket does not:

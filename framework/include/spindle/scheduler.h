@@ -76,6 +76,15 @@ int sp_wake(sp_fiber_t *f);
  * helper, so arg must outlive it. */
 int sp_run_blocking(void (*fn)(void *), void *arg);
 
+/* The helper pool: jobs run to their end (abandoned: of those, the ones
+ * whose fiber had been interrupted), jobs waiting for a helper, helper
+ * threads and how many of them are idle. 0 or -EINVAL. */
+typedef struct sp_blocking_stats {
+    uint64_t jobs, abandoned, queued;
+    unsigned threads, idle;
+} sp_blocking_stats_t;
+int sp_blocking_stats(sp_blocking_stats_t *out);
+
 /* The scheduler of the calling worker thread, or NULL. */
 sp_scheduler_t *sp_scheduler_current(void);
 /* Index of the calling worker (0 .. threads-1), or -1. */

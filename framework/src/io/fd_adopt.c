@@ -23,18 +23,19 @@ int sp_hook_adopt_fd(int fd)
     sp__fd_ctx_t *c = sp__fd_ctx(fd);
     if (!c)
         return -EBADF;
-    unsigned fl = sp__fd_ctx_load(c, fd);
-    if (!(fl & SP_FD_MANAGED))
-        sp__fd_manage(c);
+    /* Not managed yet: what the entry says may be left from an fd closed
+     * behind the hooks' back, and reading it anew loses nothing. */
+    if (!(sp__fd_ctx_load(c, fd) & SP_FD_MANAGED) &&
+        !(sp__fd_refresh(c, fd) & SP_FD_MANAGED))
+        sp__fd_set_flag(c, SP_FD_MANAGED, true);
     return sp__fd_make_nonblocking(c, fd) ? 0 : -errno;
 }
 
 int sp_hook_release_fd(int fd)
 {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
     sp__fd_ctx_t *c = sp__fd_ctx(fd);
-    if (!c)
-        return -EBADF;
-    if (!(sp__fd_ctx_load(c, fd) & SP_FD_VALID))
-        return -EBADF;
-    return sp__fd_release(c, fd);
+    return c ? sp__fd_release(c, fd) : -EBADF;
 }

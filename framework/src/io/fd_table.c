@@ -82,7 +82,11 @@ unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd)
     if (!(fl & SP_FD_VALID)) {
         struct stat st;
         fl = SP_FD_VALID;
-        if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        if (fstat(fd, &st) != 0)
+            st.st_mode = 0;
+        if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+            fl |= SP_FD_FILE;
+        else if (S_ISSOCK(st.st_mode)) {
             int type = 0;
             socklen_t len = sizeof type;
             fl |= SP_FD_MANAGED;
@@ -112,11 +116,20 @@ int sp__fd_adopt(int fd, unsigned flags)
     return 0;
 }
 
-void sp__fd_manage(sp__fd_ctx_t *c)
+void sp__fd_set_flag(sp__fd_ctx_t *c, unsigned flag, bool on)
 {
     sp__spin_lock(&c->lock);
-    atomic_store(&c->flags, atomic_load(&c->flags) | SP_FD_MANAGED);
+    unsigned fl = atomic_load(&c->flags);
+    atomic_store(&c->flags, on ? fl | flag : fl & ~flag);
     sp__spin_unlock(&c->lock);
+}
+
+unsigned sp__fd_refresh(sp__fd_ctx_t *c, int fd)
+{
+    sp__spin_lock(&c->lock);
+    sp__fd_ctx_forget(c);
+    sp__spin_unlock(&c->lock);
+    return sp__fd_ctx_load(c, fd);
 }
 
 int sp__fd_release(sp__fd_ctx_t *c, int fd)
@@ -138,10 +151,7 @@ int sp__fd_release(sp__fd_ctx_t *c, int fd)
 
 void sp__fd_set_user_nb(sp__fd_ctx_t *c, bool on)
 {
-    sp__spin_lock(&c->lock);
-    unsigned fl = atomic_load(&c->flags);
-    atomic_store(&c->flags, on ? fl | SP_FD_USER_NB : fl & ~(unsigned)SP_FD_USER_NB);
-    sp__spin_unlock(&c->lock);
+    sp__fd_set_flag(c, SP_FD_USER_NB, on);
 }
 
 void sp__fd_set_timeout(sp__fd_ctx_t *c, bool reading, int64_t us)

@@ -61,11 +61,15 @@ void sp__fd_ctx_forget(sp__fd_ctx_t *c);
  * one way a new fd is adopted: the hooks (socket, accept, eventfd...) and
  * the TCP server's acceptor all call it. 0 or -EBADF. */
 int sp__fd_adopt(int fd, unsigned flags);
-/* An fd from elsewhere made managed (sp_hook_adopt_fd), or given back
- * (sp_hook_release_fd): under the entry's lock, the flag and, for a
- * release, O_NONBLOCK cleared again unless the user set it. */
-void sp__fd_manage(sp__fd_ctx_t *c);
+/* One flag of the entry set or cleared under its lock (SP_FD_MANAGED for
+ * sp_hook_adopt_fd, SP_FD_OFFLOAD). An fd given back (sp_hook_release_fd):
+ * not managed, and O_NONBLOCK cleared again unless the user set it. */
+void sp__fd_set_flag(sp__fd_ctx_t *c, unsigned flag, bool on);
+/* Forget what the entry says and read the fd's kind from the kernel. */
+unsigned sp__fd_refresh(sp__fd_ctx_t *c, int fd);
 int sp__fd_release(sp__fd_ctx_t *c, int fd);
+/* sp_hook_set_file_offload(SP_HOOK_ALL_FILES, ...) is on (fd_offload.c). */
+bool sp__file_offload_all(void);
 /* The other changes the hooks make to an entry, each under its lock: the
  * user's O_NONBLOCK view (fcntl, ioctl FIONBIO); a hooked wait's timeout
  * (SO_RCVTIMEO/SO_SNDTIMEO; <= 0: none); what a dup'ed fd shares with its

@@ -21,7 +21,9 @@ enum sp_fd_flag {
     SP_FD_STREAM = 16,  /* a stream socket: a short read drained it */
     /* Not stored with the others: the entry's drained hint (its last read
      * was short), reported by the bridge's fd_active. */
-    SP_FD_DRAINED = 32
+    SP_FD_DRAINED = 32,
+    SP_FD_FILE = 64,    /* a regular file or block device: never "not ready" */
+    SP_FD_OFFLOAD = 128 /* its calls go to the helper pool (file offload) */
 };
 
 /* An fd's entry in the fd table. The hooks hold pointers to it and never
@@ -72,6 +74,8 @@ typedef struct sp__hook_bridge {
     /* Keep p (freed with free_fn) for the calling fiber until it keeps
      * another or ends: the per-fiber result of a non-reentrant call. */
     void (*fiber_keep)(void *p, void (*free_fn)(void *));
+    /* sp_hook_set_file_offload(SP_HOOK_ALL_FILES, ...) is on. */
+    bool (*file_offload_all)(void);
 } sp__hook_bridge_t;
 
 /* Defined by the hook layer: hand it the framework's table. */

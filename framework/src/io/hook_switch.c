@@ -111,4 +111,5 @@ const sp__hook_bridge_t sp__hook_bridge = {
     .fd_make_nonblocking = sp__fd_make_nonblocking,
     .run_blocking = run_blocking,
     .fiber_keep = fiber_keep,
+    .file_offload_all = sp__file_offload_all,
 };

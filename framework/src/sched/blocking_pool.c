@@ -34,6 +34,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
 static job_t *head, *tail;
 static int threads, idle;
+static uint64_t ran, abandoned, queued; /* under the lock */
 
 static void *helper(void *unused)
 {
@@ -49,15 +50,19 @@ static void *helper(void *unused)
         head = j->next;
         if (!head)
             tail = NULL;
+        queued--;
         pthread_mutex_unlock(&lock);
         j->fn(j->arg);
         int pending = JOB_PENDING; /* else its fiber was interrupted */
-        if (atomic_compare_exchange_strong(&j->state, &pending, JOB_DONE)) {
+        bool taken = atomic_compare_exchange_strong(&j->state, &pending, JOB_DONE);
+        if (taken) {
             sp__waiter_promise(&j->waiter, 0);
             sp__waiter_deliver(&j->waiter, true);
         }
         job_unref(j);
         pthread_mutex_lock(&lock);
+        ran++;
+        abandoned += !taken;
     }
     return NULL;
 }
@@ -71,6 +76,17 @@ static int abandon(sp__waiter_t *w, int result)
         return SP_CANCEL_LATE;
     sp__waiter_promise(w, result);
     return SP_CANCEL_DECIDED;
+}
+
+int sp_blocking_stats(sp_blocking_stats_t *out)
+{
+    if (!out)
+        return -EINVAL;
+    pthread_mutex_lock(&lock);
+    *out = (sp_blocking_stats_t){.jobs = ran, .abandoned = abandoned, .queued = queued,
+                                 .threads = (unsigned)threads, .idle = (unsigned)idle};
+    pthread_mutex_unlock(&lock);
+    return 0;
 }
 
 int sp_run_blocking(void (*fn)(void *), void *arg)
@@ -118,6 +134,7 @@ int sp__run_blocking(void (*fn)(void *), void *arg, bool *abandoned)
     else
         head = j;
     tail = j;
+    queued++;
     pthread_cond_signal(&more);
     pthread_mutex_unlock(&lock);
     sp__waiter_wait(&j->waiter);
