@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,13 @@
 #include <unistd.h>
 
 extern char **environ;
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
 
 /* A port nobody listens on right now on 127.0.0.1 (bind port 0, read it
  * back, close), or -1. */
@@ -37,10 +45,6 @@ static int free_port(void)
 /* Append what the server printed, keeping the newer half when full. */
 static void keep_output(rs_server_t *s, const char *buf, size_t got)
 {
-    if (got >= sizeof s->log / 2) {
-        buf += got - (sizeof s->log / 2 - 1);
-        got = sizeof s->log / 2 - 1;
-    }
     if (s->log_len + got >= sizeof s->log) {
         size_t keep = sizeof s->log / 2;
         memmove(s->log, s->log + s->log_len - keep, keep);
@@ -51,46 +55,32 @@ static void keep_output(rs_server_t *s, const char *buf, size_t got)
     s->log[s->log_len] = '\0';
 }
 
-static void *read_output(void *arg)
+/* Read what the server prints until it contains needle (true), or it
+ * closes its output (it exited: true only for needle NULL), or timeout_ms
+ * pass (false). */
+static bool read_until(rs_server_t *s, const char *needle, int timeout_ms)
 {
-    rs_server_t *s = arg;
-    char buf[4096];
+    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
     for (;;) {
+        if (needle && strstr(s->log, needle))
+            return true;
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            return false;
+        struct pollfd p = {s->out, POLLIN, 0};
+        int n = poll(&p, 1, (int)(deadline - now));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        char buf[sizeof s->log / 2 - 1]; /* fits keep_output's half */
         ssize_t got = read(s->out, buf, sizeof buf);
         if (got < 0 && errno == EINTR)
             continue;
-        pthread_mutex_lock(&s->lock);
-        if (got > 0)
-            keep_output(s, buf, (size_t)got);
-        else
-            s->eof = true;
-        pthread_cond_broadcast(&s->changed);
-        pthread_mutex_unlock(&s->lock);
         if (got <= 0)
-            return NULL;
+            return !needle;
+        keep_output(s, buf, (size_t)got);
     }
-}
-
-/* Until the output contains needle (true), or ends (true only for needle
- * NULL), or timeout_ms pass (false). */
-static bool wait_output(rs_server_t *s, const char *needle, int timeout_ms)
-{
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&s->lock);
-    int rc = 0;
-    bool found;
-    while (!(found = needle ? strstr(s->log, needle) != NULL : s->eof) && !s->eof &&
-           rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&s->changed, &s->lock, &deadline);
-    pthread_mutex_unlock(&s->lock);
-    return found;
 }
 
 /* Our environment without LD_PRELOAD: the preload flavour's hooks are for
@@ -146,27 +136,10 @@ bool rs_start(rs_server_t *s, char *const argv[], const char *ready, int timeout
     }
     s->pid = pid;
     s->out = p[0];
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->changed, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&s->reader, NULL, read_output, s) != 0) {
-        /* Nothing reads its output: stop it without waiting for the end. */
-        snprintf(s->error, sizeof s->error, "no thread to read %s's output", argv[0]);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        close(s->out);
-        s->pid = -1;
-        return false;
-    }
-    if (wait_output(s, ready, timeout_ms))
+    if (read_until(s, ready, timeout_ms))
         return true;
-    pthread_mutex_lock(&s->lock);
     snprintf(s->error, sizeof s->error, "%s did not say '%s' within %d ms; it printed: %.300s",
              argv[0], ready, timeout_ms, s->log);
-    pthread_mutex_unlock(&s->lock);
     rs_stop(s);
     return false;
 }
@@ -177,13 +150,10 @@ void rs_stop(rs_server_t *s)
         return;
     kill(s->pid, SIGCONT); /* a test may have left it stopped */
     kill(s->pid, SIGTERM);
-    if (!wait_output(s, NULL, 10000))
+    if (!read_until(s, NULL, 10000))
         kill(s->pid, SIGKILL);
     waitpid(s->pid, NULL, 0);
-    pthread_join(s->reader, NULL); /* its output ended with the process */
     close(s->out);
-    pthread_cond_destroy(&s->changed);
-    pthread_mutex_destroy(&s->lock);
     s->pid = -1;
     s->out = -1;
 }

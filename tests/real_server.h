@@ -1,13 +1,15 @@
 /* A server program of our own for the real-client tests (redis-server,
  * mariadbd, memcached): started as a child that dies with the test
  * (PR_SET_PDEATHSIG), without the test's LD_PRELOAD, its stdout and stderr
- * read by a thread of ours (so a chatty server never blocks on a full pipe)
- * and kept for waiting on and for error messages. Runs in Check's parent
- * process, from unchecked fixtures, so nothing here asserts. */
+ * on a pipe we read while waiting for it to be ready and when stopping it
+ * (for error messages). Between the two nobody reads: a server must not
+ * print more than a pipe holds (64 KiB) meanwhile. Runs in Check's parent
+ * process, from unchecked fixtures, so nothing here asserts; and without
+ * threads, since Check forks each test from that process. */
 #ifndef SP_REAL_SERVER_H
 #define SP_REAL_SERVER_H
 
-#include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,10 +19,6 @@ typedef struct rs_server {
     char error[512];     /* why it is not running, for the test to print */
     /* private */
     int out;             /* read end of its stdout + stderr */
-    pthread_t reader;
-    pthread_mutex_t lock;
-    pthread_cond_t changed; /* more output, or end of it */
-    bool eof;
     char log[8192];      /* the latest of what it printed */
     size_t log_len;
 } rs_server_t;

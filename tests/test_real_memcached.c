@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libmemcached/memcached.h>
+
 #include "clients.h"
 #include "real_check.h"
 #include "real_server.h"
@@ -37,13 +39,29 @@ static bool memcached_spawn(int port)
 {
     char port_s[16];
     snprintf(port_s, sizeof port_s, "%d", port);
-    /* -vv only for its "server listening" line; the rest of what it prints
-     * is read and dropped. It refuses to run as root without -u root (the
-     * NULL ends argv early when not root). */
+    /* -vv only for its "server listening" line; it refuses to run as root
+     * without -u root (the NULL ends argv early when not root). */
     char *argv[] = {SP_MEMCACHED, "-U", "0", "-l", "127.0.0.1", "-p", port_s,
                     "-c", "1024", "-t", "2", "-vv",
                     geteuid() == 0 ? "-u" : NULL, "root", NULL};
-    return rs_start(&mc, argv, "server listening", 10000);
+    if (!rs_start(&mc, argv, "server listening", 10000))
+        return false;
+    /* Quiet from now on: -vv prints every command, and nobody reads its
+     * output until the end. This is also a first request. */
+    memcached_st *c = memcached_create(NULL);
+    memcached_return_t rc = c ? memcached_server_add(c, "127.0.0.1", (in_port_t)port)
+                              : MEMCACHED_MEMORY_ALLOCATION_FAILURE;
+    if (rc == MEMCACHED_SUCCESS)
+        rc = memcached_verbosity(c, 0);
+    if (rc == MEMCACHED_SUCCESS) {
+        memcached_free(c);
+        return true;
+    }
+    rs_stop(&mc);
+    snprintf(mc.error, sizeof mc.error, "memcached on port %d: verbosity 0: %s", port,
+             memcached_strerror(c, rc));
+    memcached_free(c);
+    return false;
 }
 
 /* Unchecked fixture: once, in Check's parent process; a test fails with
