@@ -10,8 +10,9 @@
  *    fibers) that answers each request after 100 ms.
  *
  * Built twice, like test_hooks: hooks linked in, and on libspindle_nohook
- * with LD_PRELOAD=libspindle_preload.so. The fibers and the server are in
- * apps/hook_clients/clients.c, shared with spindle-hook-clients. */
+ * with LD_PRELOAD=libspindle_preload.so. The fibers and the HTTP server are
+ * in apps/hook_clients (run.c, clients.c), shared with spindle-hook-clients;
+ * redis is started by real_server.c. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
