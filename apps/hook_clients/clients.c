@@ -3,6 +3,7 @@
  * make their usual blocking calls, and only where those calls run (fibers
  * on an IOManager worker) decides that they park instead of blocking. */
 #include "clients.h"
+#include "run.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -17,95 +18,9 @@
 #include <curl/curl.h>
 #include <hiredis/hiredis.h>
 
-#include <spindle/hook.h>
-#include <spindle/iomanager.h>
-#include <spindle/timer.h>
-
-double hc_ms(uint64_t ns)
-{
-    return (double)ns / 1e6;
-}
-
-/* ---- N fibers on one worker --------------------------------------------- */
-
-typedef struct run run_t;
-/* One request; false with a message in err when it failed. */
-typedef bool (*request_fn)(const run_t *r, int index, char *err, size_t errlen);
-
-struct run {
-    request_fn request;
-    const char *host; /* redis */
-    int port;
-    int block_ms;
-    const char *url; /* curl */
-    hc_result_t *out;
-};
-
-typedef struct job {
-    const run_t *run;
-    int index;
-} job_t;
-
-/* Every fiber runs on the one worker, so the result needs no lock; the
- * caller reads it after sp_iomanager_stop() joined that worker. */
-static void request_fiber(void *arg)
-{
-    const job_t *j = arg;
-    hc_result_t *out = j->run->out;
-    char err[160] = ""; /* fits in out->error after "fiber N: " */
-    uint64_t t0 = sp_now_ns();
-    bool ok = j->run->request(j->run, j->index, err, sizeof err);
-    uint64_t took = sp_now_ns() - t0;
-    if (out->min_ns == 0 || took < out->min_ns)
-        out->min_ns = took;
-    if (took > out->max_ns)
-        out->max_ns = took;
-    if (ok)
-        out->ok++;
-    else if (!out->error[0])
-        snprintf(out->error, sizeof out->error, "fiber %d: %s", j->index, err);
-    out->hooked = sp_hook_available();
-}
-
-static int run_fibers(const run_t *r, int fibers)
-{
-    hc_result_t *out = r->out;
-    memset(out, 0, sizeof *out);
-    if (fibers < 1) {
-        snprintf(out->error, sizeof out->error, "need at least one fiber");
-        return -EINVAL;
-    }
-    job_t *jobs = calloc((size_t)fibers, sizeof *jobs);
-    sp_iomanager_t *io = jobs ? sp_iomanager_create("hook-clients", 1, false) : NULL;
-    int rc = io ? sp_iomanager_start(io) : -errno;
-    if (rc < 0) {
-        snprintf(out->error, sizeof out->error, "starting the IOManager: %s",
-                 strerror(-rc));
-        if (io)
-            sp_iomanager_destroy(io);
-        free(jobs);
-        return rc;
-    }
-    uint64_t t0 = sp_now_ns();
-    for (int i = 0; i < fibers && rc == 0; i++) {
-        jobs[i] = (job_t){r, i};
-        rc = sp_schedule(sp_iomanager_scheduler(io), request_fiber, &jobs[i], 0);
-        if (rc == 0)
-            out->fibers++;
-        else
-            snprintf(out->error, sizeof out->error, "sp_schedule: %s",
-                     strerror(-rc));
-    }
-    sp_iomanager_stop(io);
-    out->wall_ns = sp_now_ns() - t0;
-    sp_iomanager_destroy(io);
-    free(jobs);
-    return rc;
-}
-
 /* ---- hiredis ------------------------------------------------------------ */
 
-static bool redis_request(const run_t *r, int index, char *err, size_t errlen)
+static bool redis_request(const hc_run_t *r, int index, char *err, size_t errlen)
 {
     redisContext *c = redisConnect(r->host, r->port);
     if (!c || c->err) {
@@ -117,7 +32,7 @@ static bool redis_request(const run_t *r, int index, char *err, size_t errlen)
      * block_ms, serves the others meanwhile, then answers nil. */
     char key[64], timeout[32];
     snprintf(key, sizeof key, "spindle:hook-clients:%ld:%d", (long)getpid(), index);
-    snprintf(timeout, sizeof timeout, "%d.%03d", r->block_ms / 1000, r->block_ms % 1000);
+    snprintf(timeout, sizeof timeout, "%d.%03d", r->delay_ms / 1000, r->delay_ms % 1000);
     redisReply *reply = redisCommand(c, "BLPOP %s %s", key, timeout);
     bool ok = reply && reply->type == REDIS_REPLY_NIL;
     if (!reply)
@@ -133,9 +48,9 @@ static bool redis_request(const run_t *r, int index, char *err, size_t errlen)
 int hc_redis_run(const char *host, int port, int fibers, int block_ms,
                  hc_result_t *out)
 {
-    run_t r = {.request = redis_request, .host = host, .port = port,
-               .block_ms = block_ms, .out = out};
-    return run_fibers(&r, fibers);
+    hc_run_t r = {.request = redis_request, .host = host, .port = port,
+                  .delay_ms = block_ms, .out = out};
+    return hc_run_fibers(&r, fibers);
 }
 
 /* ---- libcurl ------------------------------------------------------------ */
@@ -147,7 +62,7 @@ static size_t count_body(char *data, size_t size, size_t nmemb, void *user)
     return size * nmemb;
 }
 
-static bool curl_request(const run_t *r, int index, char *err, size_t errlen)
+static bool curl_request(const hc_run_t *r, int index, char *err, size_t errlen)
 {
     (void)index;
     CURL *h = curl_easy_init();
@@ -197,8 +112,8 @@ int hc_curl_run(const char *url, int fibers, hc_result_t *out)
                  curl_easy_strerror(curl_init_rc));
         return -EIO;
     }
-    run_t r = {.request = curl_request, .url = url, .out = out};
-    return run_fibers(&r, fibers);
+    hc_run_t r = {.request = curl_request, .url = url, .out = out};
+    return hc_run_fibers(&r, fibers);
 }
 
 /* ---- the delaying HTTP server ------------------------------------------- */

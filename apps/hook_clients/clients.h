@@ -1,9 +1,12 @@
 /* Real client libraries on one spindle worker: N fibers each make one
- * request with the synchronous API of hiredis or libcurl, and the hooks turn
- * their blocking calls into parks, so the requests overlap in time.
+ * request with the synchronous API of hiredis, libcurl, MariaDB's client or
+ * libmemcached, and the hooks turn their blocking calls into parks, so the
+ * requests overlap in time.
  *
- * Shared by spindle-hook-clients (apps/hook_clients/main.c) and
- * tests/test_real_clients.c. */
+ * Shared by spindle-hook-clients (apps/hook_clients/main.c) and the
+ * tests/test_real_*.c programs. clients.c holds hiredis, libcurl and the
+ * HTTP server; client_mariadb.c and client_memcached.c the others, each
+ * built only where its library is. */
 #ifndef HOOK_CLIENTS_H
 #define HOOK_CLIENTS_H
 
@@ -18,8 +21,21 @@ typedef struct hc_result {
     uint64_t wall_ns;  /* first fiber scheduled .. IOManager stopped */
     uint64_t min_ns;   /* fastest single request, as its fiber saw it */
     uint64_t max_ns;   /* slowest single request */
+    int peak_in_flight; /* most requests started and not yet finished at once */
+    bool stalled;      /* the stall watcher saw every request parked (hc_stall_t) */
     char error[200];   /* the first failure, "" when none */
 } hc_result_t;
+
+/* Optional proof of overlap without timing, for a server the caller has
+ * stopped (SIGSTOP) before the run: one more fiber on the same worker
+ * waits (bounded, 20 s) until every request fiber has started and that
+ * many fibers are parked, sets out->stalled, and calls resume(arg), which
+ * must let the server go on (SIGCONT). It calls resume also when the wait
+ * runs out, with out->stalled false. */
+typedef struct hc_stall {
+    void (*resume)(void *arg);
+    void *arg;
+} hc_stall_t;
 
 /* `fibers` fibers on a one-worker IOManager; each does redisConnect(host,
  * port) and BLPOP on a key of its own with a timeout of block_ms, which
@@ -32,6 +48,21 @@ int hc_redis_run(const char *host, int port, int fibers, int block_ms,
  * url (CURLOPT_NOSIGNAL, no proxy) and expects HTTP 200. Calls
  * curl_global_init the first time. 0 or -errno as above. */
 int hc_curl_run(const char *url, int fibers, hc_result_t *out);
+
+/* `fibers` fibers on a one-worker IOManager; each does mysql_real_connect
+ * (TCP to host:port as user "root", no password, no database: for a
+ * server run with --skip-grant-tables) and SELECT SLEEP(sleep_ms / 1000),
+ * and wants the row "0". stall: NULL, or see hc_stall_t. Calls
+ * mysql_library_init the first time. 0 or -errno as above. */
+int hc_mariadb_run(const char *host, int port, int fibers, int sleep_ms,
+                   const hc_stall_t *stall, hc_result_t *out);
+
+/* `fibers` fibers on a one-worker IOManager; each makes a libmemcached
+ * handle for host:port, sets a key of its own to a value of its own, gets
+ * it back and compares. stall: NULL, or see hc_stall_t. 0 or -errno as
+ * above. */
+int hc_memcached_run(const char *host, int port, int fibers,
+                     const hc_stall_t *stall, hc_result_t *out);
 
 /* A local HTTP server for the curl demo: on 127.0.0.1, a free port, one
  * plain thread per connection (not a fiber), each answering "200 ok" after
