@@ -90,7 +90,7 @@ static int parse_ident(parse_t *p)
     e->is64 = cls == ELFCLASS64;
     e->big = enc == ELFDATA2MSB;
     if (!in_file(e, 0, SIZEOF(e, Ehdr)))
-        return fail(p, "truncated: the ELF header ends past the end of the file");
+        return fail(p, "the ELF header ends past the end of the file (truncated?)");
     e->type = (uint16_t)FIELD(e, 0, Ehdr, e_type);
     e->machine = (uint16_t)FIELD(e, 0, Ehdr, e_machine);
     return 0;
@@ -108,11 +108,11 @@ static int parse_sections(parse_t *p)
     if (entsize < SIZEOF(e, Shdr))
         return fail(p, "malformed: section header size %llu", (unsigned long long)entsize);
     if (!in_file(e, shoff, entsize))
-        return fail(p, "truncated: the section headers start past the end of the file");
+        return fail(p, "the section headers start past the end of the file (truncated?)");
     if (num == 0) /* more than SHN_LORESERVE sections: the count is in section 0 */
         num = FIELD(e, shoff, Shdr, sh_size);
     if (num > (e->size - shoff) / entsize)
-        return fail(p, "truncated: the section headers end past the end of the file");
+        return fail(p, "the section headers end past the end of the file (truncated?)");
     p->sec = calloc(num ? num : 1, sizeof *p->sec);
     if (!p->sec)
         return fail(p, "out of memory");
@@ -127,7 +127,7 @@ static int parse_sections(parse_t *p)
         s->size = FIELD(e, at, Shdr, sh_size);
         s->entsize = FIELD(e, at, Shdr, sh_entsize);
         if (s->type != SHT_NOBITS && s->type != SHT_NULL && !in_file(e, s->off, s->size))
-            return fail(p, "truncated: section %llu ends past the end of the file",
+            return fail(p, "section %llu ends past the end of the file (truncated?)",
                         (unsigned long long)i);
     }
     return 0;

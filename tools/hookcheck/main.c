@@ -109,20 +109,22 @@ static void follow_needed(run_t *r, node_t *n, const hc_elf_t *e)
         chain[depth] = (hc_loader_t){a->rpath, a->runpath, a->origin ? a->origin : ".", NULL};
     for (size_t i = 0; i + 1 < depth; i++)
         chain[i].parent = &chain[i + 1];
+    char shown[256], found[PATH_MAX];
     for (size_t i = 0; i < e->nneeded; i++) {
-        const char *name = e->needed[i];
-        if (hc_is_glibc(name)) {
+        const char *name = hc_printable(shown, sizeof shown, e->needed[i]);
+        if (hc_is_glibc(e->needed[i])) {
             printf("  needs %s: glibc, the provider of these calls: not scanned\n", name);
             continue;
         }
-        char *path = hc_resolve(name, &chain[0], e->is64, e->machine);
+        char *path = hc_resolve(e->needed[i], &chain[0], e->is64, e->machine);
         bool seen = false;
         if (!path)
             printf("  needs %s: not found, not checked\n", name);
         else if (!enqueue(r, path, n, &seen))
-            printf("  needs %s: %s: out of memory, not checked\n", name, path);
+            printf("  needs %s: out of memory, not checked\n", name);
         else
-            printf("  needs %s: %s%s\n", name, path, seen ? " (checked once: see its section)" : "");
+            printf("  needs %s: %s%s\n", name, hc_printable(found, sizeof found, path),
+                   seen ? " (checked once: see its section)" : "");
         free(path);
     }
 }
@@ -139,18 +141,20 @@ static void check(run_t *r, node_t *n)
         return;
     }
     r->files++;
+    char path[PATH_MAX], parent[PATH_MAX];
+    hc_printable(path, sizeof path, n->path);
     if (n->parent)
-        printf("%s (needed by %s):\n", n->path, n->parent->path);
+        printf("%s (needed by %s):\n", path, hc_printable(parent, sizeof parent, n->parent->path));
     else
-        printf("%s:\n", n->path);
+        printf("%s:\n", path);
     if (hc_report(stdout, &e, r->quiet, &r->sum) < 0) {
         fprintf(stderr, PROG ": %s: out of memory\n", n->path);
         r->unreadable++;
     } else if (r->deps) {
         follow_needed(r, n, &e);
     } else if (e.nneeded) {
-        printf("  needs %zu librar%s (--deps checks them too)\n", e.nneeded,
-               e.nneeded == 1 ? "y" : "ies");
+        printf("  needs %zu librar%s (--deps checks %s too)\n", e.nneeded,
+               e.nneeded == 1 ? "y" : "ies", e.nneeded == 1 ? "it" : "them");
     }
     hc_elf_free(&e);
 }

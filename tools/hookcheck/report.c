@@ -20,12 +20,22 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const item_t *)a)->imp->name, ((const item_t *)b)->imp->name);
 }
 
+const char *hc_printable(char *buf, size_t size, const char *s)
+{
+    size_t n = 0;
+    for (; s[n] && n + 1 < size; n++)
+        buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+    buf[n] = '\0';
+    return buf;
+}
+
 /* name@VERSION, or the name alone (always, when !versioned). */
 static int label(char *buf, size_t size, const hc_import_t *imp, bool versioned)
 {
-    if (versioned && imp->version)
-        return snprintf(buf, size, "%s@%s", imp->name, imp->version);
-    return snprintf(buf, size, "%s", imp->name);
+    int n = versioned && imp->version ? snprintf(buf, size, "%s@%s", imp->name, imp->version)
+                                      : snprintf(buf, size, "%s", imp->name);
+    hc_printable(buf, size, buf);
+    return n < 0 || (size_t)n < size ? n : (int)size - 1;
 }
 
 static void print_wrapped(FILE *out, const item_t *items, size_t n, bool versioned)
