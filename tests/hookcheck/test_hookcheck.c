@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "elf_writer.h"
 #include "testutil.h"
 
 /* What one run of the tool printed, and its wait status. */
@@ -239,6 +240,31 @@ START_TEST(every_function_of_preload_sym_shows_as_hooked)
 }
 END_TEST
 
+/* ELF32 and ELF64, little and big endian, from elf_writer.c: versions
+ * read in every format, an unversioned import found by its name, a
+ * defined symbol not taken for an import. */
+START_TEST(every_class_and_byte_order_is_read)
+{
+    char path[400];
+    for (int i = 0; i < 4; i++) {
+        bool is64 = i & 1, big = i & 2;
+        snprintf(path, sizeof path, "%s/elf%d%s", dir, is64 ? 64 : 32, big ? "be" : "le");
+        ck_assert(hc_write_test_elf(path, is64, big));
+        result_t r = run((const char *[]){"--deps", path, NULL});
+        ck_assert_int_eq(exit_code(&r), 1);
+        ASSERT_GROUP(&r, path, "waitpid", "blocks");
+        ASSERT_GROUP(&r, path, "flock", "blocks");
+        ASSERT_GROUP(&r, path, "read", "hooked");
+        ck_assert_ptr_nonnull(strstr(r.out, "waitpid@GLIBC_2.0: "));
+        ck_assert_ptr_nonnull(strstr(r.out, "    read@GLIBC_2.0\n"));
+        ck_assert_ptr_null(strstr(r.out, "main"));
+        ck_assert_ptr_nonnull(strstr(r.out, "needs libnowhere.so: not found, not checked"));
+        ck_assert_ptr_nonnull(strstr(r.out, "needs libc.so.6: glibc"));
+        result_free(&r);
+    }
+}
+END_TEST
+
 /* A bad FILE: status 2 and a message naming it (and what is wrong). */
 static void expect_unreadable(const char *path, const char *why)
 {
@@ -345,7 +371,8 @@ int main(void)
                  blocking_calls_are_listed_with_a_reason_and_exit_1, only_hooked_calls_exit_0,
                  quiet_omits_the_fine_list, fdopen_points_to_sp_fdopen,
                  a_library_that_blocks_is_found_only_with_deps,
-                 every_function_of_preload_sym_shows_as_hooked, bad_files_exit_2_with_a_message,
+                 every_function_of_preload_sym_shows_as_hooked, every_class_and_byte_order_is_read,
+                 bad_files_exit_2_with_a_message,
                  damaged_files_never_crash, usage_errors_exit_2_and_help_exits_0);
     return sp_test_run(s);
 }
