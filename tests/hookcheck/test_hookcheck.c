@@ -1,5 +1,5 @@
 /* spindle-hookcheck (tools/hookcheck) run as a program on the fixtures
- * built next to this file: exit statuses, and each name in the group it
+ * of fixtures/: exit statuses, and each name in the group it
  * belongs to; bad and damaged files end with status 2 or a clean
  * result, never a crash. */
 #include <elf.h>
