@@ -50,8 +50,9 @@ static void spit(const char *path, const void *data, size_t len)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-/* Run the tool with args (NULL-terminated), output into files. */
-static result_t run(const char *const *args)
+/* Run the tool with args (NULL-terminated) and LD_LIBRARY_PATH set to
+ * ld_path (NULL: unset), output into files. */
+static result_t run_with(const char *ld_path, const char *const *args)
 {
     char out[300], err[300];
     snprintf(out, sizeof out, "%s/stdout", dir);
@@ -59,8 +60,10 @@ static result_t run(const char *const *args)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        /* The fixtures must be found through their own run path. */
-        unsetenv("LD_LIBRARY_PATH");
+        if (ld_path)
+            setenv("LD_LIBRARY_PATH", ld_path, 1);
+        else
+            unsetenv("LD_LIBRARY_PATH");
         int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
@@ -76,6 +79,12 @@ static result_t run(const char *const *args)
     r.out = slurp(out, NULL);
     r.err = slurp(err, NULL);
     return r;
+}
+
+/* The fixtures must be found through their own run path. */
+static result_t run(const char *const *args)
+{
+    return run_with(NULL, args);
 }
 
 static void result_free(result_t *r)
@@ -213,6 +222,33 @@ START_TEST(a_library_that_blocks_is_found_only_with_deps)
     ck_assert_ptr_nonnull(first);
     ck_assert_ptr_null(strstr(first + 1, "libfix_system.so (needed by"));
     ck_assert_ptr_nonnull(strstr(r.out, "needs libc.so.6: glibc, the provider of these calls: not scanned"));
+    result_free(&r);
+}
+END_TEST
+
+/* A copy of the program away from its $ORIGIN/../lib: found through
+ * LD_LIBRARY_PATH, else reported as not found. */
+START_TEST(a_library_is_found_through_ld_library_path)
+{
+    size_t len;
+    char *prog = slurp(HC_FIX_USES_LIB, &len);
+    char path[400], libdir[400];
+    snprintf(path, sizeof path, "%s/moved", dir);
+    spit(path, prog, len);
+    free(prog);
+    result_t r = run((const char *[]){"--deps", path, NULL});
+    ck_assert_int_eq(exit_code(&r), 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "needs libfix_system.so: not found, not checked"));
+    result_free(&r);
+
+    snprintf(libdir, sizeof libdir, "%s", HC_FIX_USES_LIB);
+    *strrchr(libdir, '/') = '\0';
+    strcpy(strrchr(libdir, '/'), "/lib");
+    char want[500];
+    snprintf(want, sizeof want, "needs libfix_system.so: %s/libfix_system.so\n", libdir);
+    r = run_with(libdir, (const char *[]){"--deps", path, NULL});
+    ck_assert_int_eq(exit_code(&r), 1);
+    ck_assert_msg(strstr(r.out, want), "want \"%s\" in:\n%s", want, r.out);
     result_free(&r);
 }
 END_TEST
@@ -371,6 +407,7 @@ int main(void)
                  blocking_calls_are_listed_with_a_reason_and_exit_1, only_hooked_calls_exit_0,
                  quiet_omits_the_fine_list, fdopen_points_to_sp_fdopen,
                  a_library_that_blocks_is_found_only_with_deps,
+                 a_library_is_found_through_ld_library_path,
                  every_function_of_preload_sym_shows_as_hooked, every_class_and_byte_order_is_read,
                  bad_files_exit_2_with_a_message,
                  damaged_files_never_crash, usage_errors_exit_2_and_help_exits_0);

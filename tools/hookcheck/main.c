@@ -37,6 +37,7 @@ typedef struct node {
     char *path, *origin, *rpath, *runpath;
     const struct node *parent;
     struct node *next; /* in the queue of files to check */
+    bool known; /* stat() worked: dev and ino identify the file */
     dev_t dev;
     ino_t ino;
 } node_t;
@@ -53,27 +54,23 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* Queue path (a FILE when parent is NULL) unless it was queued before. */
+/* Queue path unless the same file was queued before (then *seen). */
 static node_t *enqueue(run_t *r, const char *path, const node_t *parent, bool *seen)
 {
     struct stat st;
+    bool known = stat(path, &st) == 0; /* else it fails to load, with the reason */
     *seen = false;
-    if (parent && stat(path, &st) == 0)
-        for (node_t *n = r->head; n; n = n->next)
-            if (n->dev == st.st_dev && n->ino == st.st_ino)
-                return *seen = true, n;
+    for (node_t *n = r->head; known && n; n = n->next)
+        if (n->known && n->dev == st.st_dev && n->ino == st.st_ino)
+            return *seen = true, n;
     node_t *n = calloc(1, sizeof *n);
     if (!n || !(n->path = strdup(path))) {
         free(n);
         return NULL;
     }
-    if (parent) {
-        n->dev = st.st_dev;
-        n->ino = st.st_ino;
-    } else if (stat(path, &st) == 0) {
-        n->dev = st.st_dev;
-        n->ino = st.st_ino;
-    }
+    n->known = known;
+    n->dev = known ? st.st_dev : 0;
+    n->ino = known ? st.st_ino : 0;
     n->parent = parent;
     if (r->tail)
         r->tail->next = n;
