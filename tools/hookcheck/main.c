@@ -19,7 +19,7 @@
 #define PROG "spindle-hookcheck"
 
 static const char usage[] =
-    "usage: " PROG " [--deps] [--quiet] FILE...\n"
+    "usage: " PROG " [--deps] [--quiet] [--] FILE...\n"
     "Lists the glibc functions each ELF executable or shared library FILE imports:\n"
     "  hooked               spindle's hooks make them cooperative in a fiber\n"
     "  blocks: offload it   not hooked and can block a worker thread (with why)\n"
@@ -156,47 +156,43 @@ static void check(run_t *r, node_t *n)
     hc_elf_free(&e);
 }
 
-static int parse_args(run_t *r, int argc, char **argv, int *first)
+/* Options may come anywhere before "--"; the other arguments are the
+ * FILEs, queued in order. */
+static int parse_args(run_t *r, int argc, char **argv)
 {
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+    bool options = true;
+    for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        } else if (strcmp(a, "-d") == 0 || strcmp(a, "--deps") == 0) {
+        bool seen;
+        if (options && strcmp(a, "--") == 0) {
+            options = false;
+        } else if (options && (strcmp(a, "-d") == 0 || strcmp(a, "--deps") == 0)) {
             r->deps = true;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+        } else if (options && (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)) {
             r->quiet = true;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        } else if (options && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
             fputs(usage, stdout);
             exit(0);
-        } else {
+        } else if (options && a[0] == '-' && a[1]) {
             fprintf(stderr, PROG ": unknown option %s\n%s", a, usage);
+            return -1;
+        } else if (!enqueue(r, a, NULL, &seen)) {
+            fprintf(stderr, PROG ": out of memory\n");
             return -1;
         }
     }
-    if (i == argc) {
+    if (!r->head) {
         fprintf(stderr, PROG ": no FILE given\n%s", usage);
         return -1;
     }
-    *first = i;
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     run_t r = {0};
-    int first;
-    if (parse_args(&r, argc, argv, &first) < 0)
+    if (parse_args(&r, argc, argv) < 0)
         return 2;
-    for (int i = first; i < argc; i++) {
-        bool seen;
-        if (!enqueue(&r, argv[i], NULL, &seen)) {
-            fprintf(stderr, PROG ": out of memory\n");
-            return 2;
-        }
-    }
     for (node_t *n = r.head; n; n = n->next)
         check(&r, n);
     printf("summary: %zu file%s checked, %zu unreadable; %zu hooked, %zu blocking, %zu fine\n",
