@@ -17,8 +17,8 @@ static const char lock[] =
 static const char join[] =
     "waits for a thread to end: join fibers with sp_go handles (task.h), or " OFFLOAD;
 static const char file_io[] =
-    "regular-file I/O waits for the disk (not hooked): fine for small local files; "
-    "for big ones or network filesystems, " OFFLOAD;
+    "file I/O waits for the disk (file offload does not cover this call): fine for small "
+    "local files; else " OFFLOAD;
 static const char child[] = "waits for a child process to change state: " OFFLOAD;
 static const char spawn[] = "runs a command and waits for it: " OFFLOAD;
 static const char file_lock[] = "waits for a file lock held by another process: " OFFLOAD;
@@ -26,8 +26,10 @@ static const char ipc[] = "a System V or POSIX IPC wait in the kernel: " OFFLOAD
 static const char sig[] = "waits for a signal: keep it on a thread of its own (not a worker)";
 static const char nss[] =
     "an NSS lookup, which can go to the network (LDAP, NIS, sssd, DNS): " OFFLOAD;
-static const char resolv[] =
-    "a DNS query on a blocking socket (not hooked): " OFFLOAD ", or use getaddrinfo (hooked)";
+static const char dns_send[] = "sends a DNS query and waits for the answer (not hooked): " OFFLOAD;
+static const char old_resolv[] =
+    "a DNS query on a blocking socket, by the name binaries built before glibc 2.34 call "
+    "(not hooked; res_query and friends are): " OFFLOAD;
 static const char mmsg[] =
     "not hooked: on a socket made in a fiber (non-blocking underneath) it fails with EAGAIN "
     "instead of waiting; poll() (hooked) first";
@@ -87,23 +89,16 @@ const hc_entry_t hc_blocking[] = {
     {"sigtimedwait", sig},
     {"sigsuspend", sig},
     {"pause", sig},
-    {"res_query", resolv},
-    {"res_search", resolv},
-    {"res_querydomain", resolv},
-    {"res_send", resolv},
-    {"res_nquery", resolv},
-    {"res_nsearch", resolv},
-    {"res_nquerydomain", resolv},
-    {"res_nsend", resolv},
-    {"__res_query", resolv},
-    {"__res_search", resolv},
-    {"__res_querydomain", resolv},
-    {"__res_send", resolv},
-    {"__res_nquery", resolv},
-    {"__res_nsearch", resolv},
-    {"__res_nquerydomain", resolv},
-    {"__res_nsend", resolv},
-    {"gethostbyaddr_r", resolv},
+    {"res_send", dns_send},
+    {"res_nsend", dns_send},
+    {"__res_query", old_resolv},
+    {"__res_search", old_resolv},
+    {"__res_querydomain", old_resolv},
+    {"__res_send", dns_send},
+    {"__res_nquery", old_resolv},
+    {"__res_nsearch", old_resolv},
+    {"__res_nquerydomain", old_resolv},
+    {"__res_nsend", dns_send},
     {"gethostent", nss},
     {"gethostent_r", nss},
     {"getservbyname", nss},
@@ -112,7 +107,7 @@ const hc_entry_t hc_blocking[] = {
     {"getservbyport_r", nss},
     {"getnetbyname", nss},
     {"getnetbyaddr", nss},
-    {"gai_suspend", resolv},
+    {"gai_suspend", "waits for getaddrinfo_a lookups to end: " OFFLOAD " (getaddrinfo is hooked)"},
     {"getpwnam", nss},
     {"getpwnam_r", nss},
     {"getpwuid", nss},
@@ -156,14 +151,6 @@ const hc_entry_t hc_blocking[] = {
     {"getline", file_io},
     {"getdelim", file_io},
     {"__getdelim", file_io},
-    {"pread", file_io},
-    {"pread64", file_io},
-    {"__pread_chk", file_io},
-    {"__pread64_chk", file_io},
-    {"pwrite", file_io},
-    {"pwrite64", file_io},
-    {"fsync", file_io},
-    {"fdatasync", file_io},
     {"sync", file_io},
     {"syncfs", file_io},
     {"msync", file_io},
@@ -171,8 +158,20 @@ const hc_entry_t hc_blocking[] = {
 };
 const size_t hc_blocking_count = sizeof hc_blocking / sizeof hc_blocking[0];
 
+static const char offloadable[] =
+    "on a regular file (where this call is used) the kernel's, waiting for the disk, unless "
+    "file offload is on: sp_hook_set_file_offload (hook.h)";
+
 const hc_entry_t hc_hooked_notes[] = {
     {"fcntl", "F_SETLKW and F_OFD_SETLKW still wait for a record lock: offload such calls "
               "with sp_run_blocking"},
+    {"pread", offloadable},
+    {"pread64", offloadable},
+    {"__pread_chk", offloadable},
+    {"__pread64_chk", offloadable},
+    {"pwrite", offloadable},
+    {"pwrite64", offloadable},
+    {"fsync", offloadable},
+    {"fdatasync", offloadable},
 };
 const size_t hc_hooked_notes_count = sizeof hc_hooked_notes / sizeof hc_hooked_notes[0];
