@@ -167,11 +167,11 @@ static sp__fd_ctx_t *managed_nb(int fd, unsigned *flags)
     return (fl & SP_FD_VALID) && (fl & SP_FD_MANAGED) && (fl & SP_FD_SYS_NB) ? c : NULL;
 }
 
-int fcntl(int fd, int cmd, ...)
+/* fcntl and fcntl64 (what fcntl is under -D_FILE_OFFSET_BITS=64; the same
+ * call on 64-bit systems). Ends ap. */
+static int hooked_fcntl(int fd, int cmd, va_list ap)
 {
     const sp__real_t *r = sp__real();
-    va_list ap;
-    va_start(ap, cmd);
     int ret;
     switch (cmd) {
     case F_GETFL: {
@@ -228,6 +228,20 @@ int fcntl(int fd, int cmd, ...)
         return r->fcntl(fd, cmd, p);
     }
     }
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    return hooked_fcntl(fd, cmd, ap);
+}
+
+int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    return hooked_fcntl(fd, cmd, ap);
 }
 
 int ioctl(int fd, unsigned long request, ...)

@@ -7,7 +7,8 @@
  * Should the read block the worker instead, the next fiber never runs: a
  * plain thread then makes the fd readable after a bounded wait, and the
  * test fails because the reader returned before the next fiber ran. Built
- * twice, like test_hooks. */
+ * twice, like test_hooks. The user's view of the flags is kept, through
+ * fcntl and fcntl64 alike. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +100,7 @@ static void reader(void *arg)
     ck_assert_int_ge(f, 0);
     /* As the user asked: blocking. */
     ck_assert_int_eq(fcntl(f, F_GETFL) & O_NONBLOCK, 0);
+    ck_assert_int_eq(fcntl64(f, F_GETFL) & O_NONBLOCK, 0);
     atomic_store(&fd, f);
     char buf[sizeof(struct signalfd_siginfo) + sizeof(struct inotify_event) + 256];
     ssize_t n = read(f, buf, sizeof buf);

@@ -38,9 +38,6 @@ const hc_entry_t hc_blocking[] = {
     {"fdopen",
      "stdio on a socket reads and writes inside libc, where no hook sees it: use sp_fdopen "
      "(hook.h); on a regular file it is file I/O"},
-    {"fcntl64",
-     "not hooked (fcntl is; -D_FILE_OFFSET_BITS=64 calls this one): F_SETFL can make a "
-     "socket really blocking, F_SETLKW waits for a lock"},
     {"pthread_mutex_lock", lock},
     {"pthread_mutex_timedlock", lock},
     {"pthread_mutex_clocklock", lock},
@@ -158,13 +155,16 @@ const hc_entry_t hc_blocking[] = {
 };
 const size_t hc_blocking_count = sizeof hc_blocking / sizeof hc_blocking[0];
 
+static const char record_lock[] =
+    "F_SETLKW and F_OFD_SETLKW still wait for a record lock: offload such calls with "
+    "sp_run_blocking";
 static const char offloadable[] =
     "on a regular file (where this call is used) the kernel's, waiting for the disk, unless "
     "file offload is on: sp_hook_set_file_offload (hook.h)";
 
 const hc_entry_t hc_hooked_notes[] = {
-    {"fcntl", "F_SETLKW and F_OFD_SETLKW still wait for a record lock: offload such calls "
-              "with sp_run_blocking"},
+    {"fcntl", record_lock},
+    {"fcntl64", record_lock},
     {"pread", offloadable},
     {"pread64", offloadable},
     {"__pread_chk", offloadable},
