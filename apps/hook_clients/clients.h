@@ -64,6 +64,15 @@ int hc_mariadb_run(const char *host, int port, int fibers, int sleep_ms,
 int hc_memcached_run(const char *host, int port, int fibers,
                      const hc_stall_t *stall, hc_result_t *out);
 
+/* `fibers` fibers on a one-worker IOManager; each connects to host:port,
+ * runs a TLS handshake with OpenSSL's blocking API (SSL_connect, verifying
+ * the server's certificate against ca_file for the name "localhost"),
+ * writes "GET / HTTP/1.0" and wants an answer starting "HTTP/1.0 200"
+ * (openssl s_server -www). stall: NULL, or see hc_stall_t. 0 or -errno as
+ * above. */
+int hc_openssl_run(const char *host, int port, const char *ca_file, int fibers,
+                   const hc_stall_t *stall, hc_result_t *out);
+
 /* A local HTTP server for the curl demo: on 127.0.0.1, a free port, one
  * plain thread per connection (not a fiber), each answering "200 ok" after
  * delay_ms, so many requests are served at the same time. */

@@ -19,6 +19,7 @@ struct hc_run {
     int port;
     int delay_ms;      /* server-side time of one request, where one asks */
     const char *url;   /* curl */
+    const char *ca_file; /* openssl: the CA the server's certificate chains to */
     const hc_stall_t *stall; /* NULL: none */
     hc_result_t *out;
 };
