@@ -13,6 +13,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clients.h"
 #include "real_check.h"
@@ -57,7 +58,16 @@ static void s_server_start(void)
              "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout %s -out %s "
              ">/dev/null 2>&1",
              SP_OPENSSL, key, cert);
-    if (system(cmd) != 0) {
+    /* The preload flavour's LD_PRELOAD is for this process only: a
+     * sanitizer build's preload library cannot load into the shell. */
+    char *preload = getenv("LD_PRELOAD");
+    preload = preload ? strdup(preload) : NULL;
+    unsetenv("LD_PRELOAD");
+    int made = system(cmd);
+    if (preload)
+        setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    if (made != 0) {
         snprintf(tls.error, sizeof tls.error, "%.60s req could not make a certificate in %.300s",
                  SP_OPENSSL, dir);
         return;
