@@ -21,7 +21,7 @@ void sp__alloc_fail_after(long n);
 static inline bool sp__alloc_refused(void)
 {
     long b = atomic_load_explicit(&sp__alloc_budget, memory_order_relaxed);
-    if (__builtin_expect(b < 0, 1))
+    if (b < 0)
         return false;
     for (;;) {
         if (b < 0)

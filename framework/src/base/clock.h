@@ -15,19 +15,18 @@ static inline uint64_t sp__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A cheap timestamp in unspecified units (the TSC, the ARM virtual counter,
- * else the monotonic clock): a few instructions, stored per wait for dumps.
- * sp__ticks_per_ns() converts it. */
+#ifdef SP_CPU_TICKS
+/* base/ticks_<machine>.S: the TSC, or the ARM virtual counter. */
+uint64_t sp__cpu_ticks(void);
+#endif
+
+/* A cheap timestamp in unspecified units (the counter above where the
+ * build has one, else the monotonic clock): a few instructions, stored per
+ * wait for dumps. sp__ticks_per_ns() converts it. */
 static inline uint64_t sp__ticks(void)
 {
-#if defined(__x86_64__)
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return (uint64_t)hi << 32 | lo;
-#elif defined(__aarch64__)
-    uint64_t v;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-    return v;
+#ifdef SP_CPU_TICKS
+    return sp__cpu_ticks();
 #else
     return sp__now_ns();
 #endif

@@ -31,7 +31,7 @@ int sp__slot_take(void);
 static inline int sp__slot(void)
 {
     int s = sp__slot_mine;
-    return __builtin_expect(s >= 0, 1) ? s : sp__slot_take();
+    return s >= 0 ? s : sp__slot_take();
 }
 
 /* Value i of slot `slot`. */
@@ -52,7 +52,7 @@ static inline _Atomic uint64_t *sp__slots_mine(const sp__slots_t *s, bool *share
 /* Add n to c, one of the calling thread's values (sp__slots_mine). */
 static inline void sp__slot_add(_Atomic uint64_t *c, uint64_t n, bool shared)
 {
-    if (__builtin_expect(shared, 0))
+    if (shared)
         atomic_fetch_add_explicit(c, n, memory_order_relaxed);
     else
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
