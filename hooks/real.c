@@ -84,8 +84,11 @@ static void resolve(void)
     LOAD(res_nquerydomain);
 }
 
-const sp__real_t *sp__real(void)
+_Atomic(const sp__real_t *) sp__real_table;
+
+const sp__real_t *sp__real_resolve(void)
 {
     pthread_once(&once, resolve);
+    atomic_store_explicit(&sp__real_table, &real, memory_order_release);
     return &real;
 }
