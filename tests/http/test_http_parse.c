@@ -47,6 +47,11 @@ START_TEST(request_fields_decoded)
     ck_assert_int_eq(r.status, 200); /* absolute form */
     ck_assert_ptr_nonnull(strstr(body_str(&r), "path=/echo\nquery=q=1\n"));
     resp_free(&r);
+    /* A plain target is its own path; the last header's blanks go too. */
+    r = once("GET /echo HTTP/1.1\r\nHost: t\r\nX-Test: last \t \r\n\r\n");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "target=/echo\npath=/echo\nquery=\nx-test=last\n"));
+    resp_free(&r);
 }
 END_TEST
 
@@ -219,6 +224,10 @@ START_TEST(host_value_checked)
     ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"), 200);
     ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: my-host.example:80\r\n\r\n"), 200);
     ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost:\r\n\r\n"), 200); /* empty: allowed */
+    ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: aZ09-._~!$&'()*+,;=%:[] \t\r\n"
+                               "\r\n"), 200); /* every allowed byte, trailing blanks trimmed */
+    refused("GET /hello HTTP/1.1\r\nHost: a\"b\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: a\x80" "b\r\n\r\n", 400);
 }
 END_TEST
 

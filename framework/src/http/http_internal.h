@@ -99,6 +99,19 @@ static inline bool sp__http_named(const char *name, const char *lower)
 {
     return (name[0] | 0x20) == lower[0] && !strcasecmp(name, lower);
 }
+/* The same for a token of n bytes and a lower-case name of ln letters and
+ * '-': in a token, only the same letter in either case, or '-' itself,
+ * ORed with 0x20 gives such a byte. */
+static inline bool sp__http_named_n(const char *name, size_t n, const char *lower,
+                                    size_t ln)
+{
+    if (n != ln)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((name[i] | 0x20) != lower[i])
+            return false;
+    return true;
+}
 
 /* Stop the parser with this status: returning non-zero from a callback
  * makes http_parser_execute fail with HPE_CB_*. */
