@@ -231,6 +231,7 @@ void sp__http_deadline_free(sp__http_deadline_t *d);
 struct sp_http_response {
     sp__http_out_t *out;
     const char *server_line; /* "Server: spindle\r\n" or "" */
+    size_t server_len;       /* strlen(server_line) */
     /* The server's: an answer laid out after a stop began says
      * "Connection: close" (the connection closes after it). */
     const _Atomic bool *stopping;
@@ -259,8 +260,10 @@ bool sp__http_res_finish(sp_http_response_t *res);
 /* ---- dates: http_date.c -------------------------------------------------- */
 
 #define SP__HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-/* The current time, from a per-thread cache rebuilt at most once a second. */
-void sp__http_date_now(char out[SP__HTTP_DATE_LEN]);
+/* "Date: <now>\r\n", SP__HTTP_DATE_LINE_LEN bytes, from a per-thread cache
+ * rebuilt at most once a second; valid until the thread's next call. */
+#define SP__HTTP_DATE_LINE_LEN (sizeof "Date: \r\n" - 1 + SP__HTTP_DATE_LEN)
+const char *sp__http_date_line(void);
 void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
 /* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
 time_t sp__http_date_parse(const char *s);

@@ -29,8 +29,7 @@ static const unsigned char byte_class[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-/* Inlined into both callers: token_len runs for every header name. */
-static inline size_t span(const char *s, size_t max)
+size_t sp__http_token_span(const char *s, size_t max)
 {
     size_t n = 0;
     while (n < max && (byte_class[(unsigned char)s[n]] & TCHAR))
@@ -38,14 +37,11 @@ static inline size_t span(const char *s, size_t max)
     return n;
 }
 
-size_t sp__http_token_span(const char *s, size_t max)
-{
-    return span(s, max);
-}
-
 size_t sp__http_token_len(const char *s)
 {
-    size_t n = span(s, SIZE_MAX); /* stops at the NUL */
+    size_t n = 0;
+    while (byte_class[(unsigned char)s[n]] & TCHAR) /* stops at the NUL */
+        n++;
     return s[n] ? 0 : n;
 }
 
