@@ -231,6 +231,23 @@ START_TEST(host_value_checked)
 }
 END_TEST
 
+/* A bare CR or LF in a header value, wherever it falls in the head (the
+ * check reads it eight bytes at a time, then the tail byte by byte). */
+START_TEST(line_ends_checked_at_every_offset)
+{
+    char req[128];
+    for (int n = 0; n < 17; n++) {
+        const char *pad = "aaaaaaaaaaaaaaaa" + (16 - n);
+        snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\nB: c\r\n\r\n", pad);
+        refused(req, 400);
+        snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\rB: c\r\n\r\n", pad);
+        refused(req, 400);
+        snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\r\nB: c\r\n\r\n", pad);
+        ck_assert_int_eq(status_of(req), 200);
+    }
+}
+END_TEST
+
 START_TEST(head_errors_have_no_body)
 {
     const char *reqs[] = {"HEAD /a%zz HTTP/1.1\r\nHost: t\r\n\r\n",
@@ -342,7 +359,8 @@ int main(void)
     ADD_CASE(s, "parse", setup_default, server_stop, request_fields_decoded,
              header_lookup_case_insensitive, request_split_into_single_bytes,
              chunked_request_body, malformed_requests_400, verdict_independent_of_segmentation,
-             smuggling_framing_400, host_value_checked, head_errors_have_no_body,
+             smuggling_framing_400, host_value_checked, line_ends_checked_at_every_offset,
+             head_errors_have_no_body,
              limits_414_431_413);
     ADD_CASE(s, "no_body", setup_no_body, server_stop, no_body_refuses_every_body);
     return sp_test_run(s);
