@@ -50,15 +50,20 @@ static void make_key(void)
     pthread_key_create(&key, scratch_free);
 }
 
+/* Once per thread: kept out of line, so the lending functions need no
+ * stack frame for it. */
+static __attribute__((noinline, cold)) scratches_t *make_mine(void)
+{
+    pthread_once(&key_once, make_key);
+    if ((mine = calloc(1, sizeof *mine)))
+        pthread_setspecific(key, mine); /* freed at thread exit */
+    return mine;
+}
+
 static scratch_t *thread_scratch(int kind)
 {
-    if (!mine) {
-        pthread_once(&key_once, make_key);
-        if (!(mine = calloc(1, sizeof *mine)))
-            return NULL;
-        pthread_setspecific(key, mine); /* freed at thread exit */
-    }
-    return &mine->s[kind];
+    scratches_t *all = mine ? mine : make_mine();
+    return all ? &all->s[kind] : NULL;
 }
 
 static void swap(sp_buf_t *a, sp_buf_t *b)
