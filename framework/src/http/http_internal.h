@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/list.h"
+#include "http_scratch.h"
 #include "metrics/slots.h"
 #include "net/buffer_inline.h"
 #include "spindle/buffer.h"
@@ -168,19 +169,6 @@ typedef struct sp__http_out {
     uint64_t until_ns;  /* no wait goes past it (sp_now_ns clock); 0 none */
     uint64_t written;   /* bytes sent, all told */
 } sp__http_out_t;
-
-/* Use the calling thread's cached scratch buffer of this kind in place of
- * b while b is empty (a no-op if another connection has it), and give it
- * back once b is empty again; *borrowed tracks it. See http_scratch.c. */
-enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_WORK, SP__SCRATCH_KINDS };
-void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind);
-void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind);
-/* The same for the working set of one request, lent as one: its text, its
- * header table, the response's header lines and body (all empty to borrow,
- * all empty to give back). */
-enum { SP__WORK_BUFS = 4 };
-void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed);
-void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed);
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
