@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/list.h"
 #include "http_scratch.h"
 #include "metrics/slots.h"

@@ -98,7 +98,7 @@ static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
     }
     dst[k++] = '\0';
     ssize_t at = (ssize_t)sp__buf_len(&r->text);
-    sp_buf_commit(&r->text, k);
+    sp__buf_commit(&r->text, k);
     return at;
 }
 
@@ -112,7 +112,7 @@ static ssize_t put(sp_http_request_t *r, const char *src, size_t off, size_t n)
     memcpy(dst, src ? src : sp__buf_data(&r->text) + off, n);
     dst[n] = '\0';
     ssize_t at = (ssize_t)sp__buf_len(&r->text);
-    sp_buf_commit(&r->text, n + 1);
+    sp__buf_commit(&r->text, n + 1);
     return at;
 }
 

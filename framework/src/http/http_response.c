@@ -35,8 +35,8 @@ void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
 
 void sp__http_res_reset(sp_http_response_t *res)
 {
-    sp_buf_clear(&res->head);
-    sp_buf_clear(&res->body);
+    sp__buf_clear(&res->head);
+    sp__buf_clear(&res->body);
     res->status = 200;
     res->version = 11;
     res->head_only = res->close = res->started = res->chunked = false;
@@ -186,7 +186,7 @@ static int append_header(sp_http_response_t *res, const char *name,
     memcpy(dst + n, ": ", 2);
     memcpy(dst + n + 2, value, v);
     memcpy(dst + n + 2 + v, "\r\n", 2);
-    sp_buf_commit(&res->head, n + v + 4);
+    sp__buf_commit(&res->head, n + v + 4);
     res->has_length |= is_length;
     return 0;
 }
@@ -215,8 +215,8 @@ static void remove_header(sp_http_response_t *res, const char *name)
         }
         i += line;
     }
-    sp_buf_clear(&res->head);
-    sp_buf_commit(&res->head, keep);
+    sp__buf_clear(&res->head);
+    sp__buf_commit(&res->head, keep);
     if (sp__http_named(name, "content-length"))
         res->has_length = false;
 }
@@ -236,7 +236,7 @@ int sp_http_response_set_body(sp_http_response_t *res, const void *p, size_t n)
 {
     if (res->started)
         return -EALREADY;
-    sp_buf_clear(&res->body);
+    sp__buf_clear(&res->body);
     return n ? sp__buf_append(&res->body, p, n) : 0;
 }
 
@@ -252,7 +252,7 @@ int sp_http_response_error(sp_http_response_t *res, int status, const char *name
 {
     if (res->started)
         return -EALREADY;
-    sp_buf_clear(&res->head);
+    sp__buf_clear(&res->head);
     res->has_length = false;
     int rc = sp_http_response_set_status(res, status);
     if (rc == 0)
@@ -327,7 +327,7 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     else if (res->version == 10)
         p = PUT_LIT(p, "Connection: keep-alive\r\n");
     p = PUT_LIT(p, "\r\n");
-    sp_buf_commit(&res->out->buf, (size_t)(p - start));
+    sp__buf_commit(&res->out->buf, (size_t)(p - start));
     return 0;
 }
 
@@ -365,7 +365,7 @@ static int start_stream(sp_http_response_t *res)
     res->started = true;
     res->chunked = how == BY_CHUNKS;
     rc = emit(res, sp__buf_data(&res->body), sp__buf_len(&res->body));
-    sp_buf_clear(&res->body);
+    sp__buf_clear(&res->body);
     return rc;
 }
 
