@@ -301,6 +301,7 @@ static int h_fixed_stream(sp_http_request_t *req, sp_http_response_t *res, void 
     (void)req;
     (void)arg;
     ck_assert_int_eq(sp_http_response_add_header(res, "X-Evil", "a\r\nInjected: 1"), -EINVAL);
+    ck_assert_int_eq(sp_http_response_add_header(res, "X-Evil", "a\nb"), -EINVAL);
     ck_assert_int_eq(sp_http_response_add_header(res, "Bad Name", "v"), -EINVAL);
     ck_assert_int_eq(sp_http_response_add_header(res, "Date", "x"), -EPERM);
     ck_assert_int_eq(sp_http_response_set_header(res, "connection", "x"), -EPERM);

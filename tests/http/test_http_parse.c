@@ -47,6 +47,11 @@ START_TEST(request_fields_decoded)
     ck_assert_int_eq(r.status, 200); /* absolute form */
     ck_assert_ptr_nonnull(strstr(body_str(&r), "path=/echo\nquery=q=1\n"));
     resp_free(&r);
+    /* A plain target is its own path; the last header's blanks go too. */
+    r = once("GET /echo HTTP/1.1\r\nHost: t\r\nX-Test: last \t \r\n\r\n");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(body_str(&r), "target=/echo\npath=/echo\nquery=\nx-test=last\n"));
+    resp_free(&r);
 }
 END_TEST
 
@@ -219,6 +224,27 @@ START_TEST(host_value_checked)
     ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"), 200);
     ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: my-host.example:80\r\n\r\n"), 200);
     ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost:\r\n\r\n"), 200); /* empty: allowed */
+    ck_assert_int_eq(status_of("GET /hello HTTP/1.1\r\nHost: aZ09-._~!$&'()*+,;=%:[] \t\r\n"
+                               "\r\n"), 200); /* every allowed byte, trailing blanks trimmed */
+    refused("GET /hello HTTP/1.1\r\nHost: a\"b\r\n\r\n", 400);
+    refused("GET /hello HTTP/1.1\r\nHost: a\x80" "b\r\n\r\n", 400);
+}
+END_TEST
+
+/* A bare CR or LF in a header value, wherever it falls in the head (the
+ * check reads it eight bytes at a time, then the tail byte by byte). */
+START_TEST(line_ends_checked_at_every_offset)
+{
+    char req[128];
+    for (int n = 0; n < 17; n++) {
+        const char *pad = "aaaaaaaaaaaaaaaa" + (16 - n);
+        snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\nB: c\r\n\r\n", pad);
+        refused(req, 400);
+        snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\rB: c\r\n\r\n", pad);
+        refused(req, 400);
+        snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\r\nB: c\r\n\r\n", pad);
+        ck_assert_int_eq(status_of(req), 200);
+    }
 }
 END_TEST
 
@@ -333,7 +359,8 @@ int main(void)
     ADD_CASE(s, "parse", setup_default, server_stop, request_fields_decoded,
              header_lookup_case_insensitive, request_split_into_single_bytes,
              chunked_request_body, malformed_requests_400, verdict_independent_of_segmentation,
-             smuggling_framing_400, host_value_checked, head_errors_have_no_body,
+             smuggling_framing_400, host_value_checked, line_ends_checked_at_every_offset,
+             head_errors_have_no_body,
              limits_414_431_413);
     ADD_CASE(s, "no_body", setup_no_body, server_stop, no_body_refuses_every_body);
     return sp_test_run(s);

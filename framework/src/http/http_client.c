@@ -188,7 +188,7 @@ static int parse(sp_http_request_t *m, sp_buf_t *in)
     while (sp__buf_len(in)) {
         sp__http_state_t st;
         size_t used = sp__http_req_feed(m, sp__buf_data(in), sp__buf_len(in), &st);
-        sp_buf_consume(in, used);
+        sp__buf_consume(in, used);
         if (st == SP__HTTP_FAILED)
             return m->error == 413 ? -EMSGSIZE : -EPROTO;
         if (st == SP__HTTP_MORE)

@@ -156,7 +156,7 @@ static int parse_buffered(sp__http_conn_t *c)
     sp__http_state_t st;
     lend_work(c, true);
     size_t used = sp__http_req_feed(&c->req, sp__buf_data(&c->in), sp__buf_len(&c->in), &st);
-    sp_buf_consume(&c->in, used);
+    sp__buf_consume(&c->in, used);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
     return st == SP__HTTP_DONE ? 0 : st == SP__HTTP_FAILED ? c->req.error : 1;
 }
@@ -204,7 +204,7 @@ static int read_request(sp__http_conn_t *c, bool first)
     for (;;) {
         if (sp__buf_len(&c->in)) {
             if (!begun) /* for the latency stats and the access log */
-                c->start_ns = sp_now_ns();
+                c->start_ns = sp__now_ns();
             begun = true;
             int rc = parse_buffered(c);
             note_headers_done(c);
@@ -239,13 +239,13 @@ static void linger(sp__http_conn_t *c)
     uint64_t deadline = sp__http_deadline(LINGER_US);
     size_t dropped = 0;
     while (dropped < LINGER_BYTES) {
-        sp_buf_clear(&c->in);
+        sp__buf_clear(&c->in);
         ssize_t n = conn_read(c, BODY_READ, deadline);
         if (n <= 0)
             break;
         dropped += (size_t)n;
     }
-    sp_buf_clear(&c->in);
+    sp__buf_clear(&c->in);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
 }
 
@@ -293,7 +293,7 @@ ssize_t sp_http_body_read(sp_http_request_t *req, void *buf, size_t cap)
             req->body_off += n;
             if (req->streaming && req->body_off == held) {
                 /* Read: a streamed body holds only what is not. */
-                sp_buf_clear(&req->body);
+                sp__buf_clear(&req->body);
                 sp__http_body_release(req);
                 req->body_off = 0;
             }
@@ -334,16 +334,14 @@ static const char *log_safe(const char *s, char **copy)
     return *copy;
 }
 
-static void access_log(sp__http_conn_t *c)
+static void log_access(sp__http_conn_t *c)
 {
     sp_http_server_t *srv = c->srv;
-    if (!srv->access)
-        return;
     char peer[SP_ADDR_TEXT_MAX] = "-";
     sp_addr_format(c->req.peer, peer, sizeof peer);
     /* An error in the headers still shows the request line. */
     bool parsed = c->req.target_done;
-    uint64_t us = (sp_now_ns() - c->start_ns) / 1000;
+    uint64_t us = (sp__now_ns() - c->start_ns) / 1000;
     char *copy;
     const char *target = parsed ? log_safe(sp_http_request_target(&c->req), &copy) : "-";
     SP_LOG_INFO(srv->access, "%s \"%s %s\" %d %llu %lluus", peer,
@@ -351,6 +349,13 @@ static void access_log(sp__http_conn_t *c)
                 c->res.status, (unsigned long long)c->res.sent, (unsigned long long)us);
     if (parsed)
         free(copy);
+}
+
+/* Inline: most servers keep no access log. */
+static inline void access_log(sp__http_conn_t *c)
+{
+    if (c->srv->access)
+        log_access(c);
 }
 
 /* The bytes sent since the last count, into `mine` (sp__slots_mine). */
@@ -373,7 +378,7 @@ static void count_sent(sp__http_conn_t *c)
 static void count_response(sp__http_conn_t *c)
 {
     static const uint64_t bounds_us[] = SP_HTTP_LATENCY_BOUNDS_US;
-    uint64_t ns = sp_now_ns() - c->start_ns;
+    uint64_t ns = sp__now_ns() - c->start_ns;
     int b = 0;
     while (b < SP_HTTP_LATENCY_BUCKETS && ns > bounds_us[b] * 1000)
         b++;
@@ -451,7 +456,7 @@ static int run_handler(sp__http_conn_t *c)
  * (a timeout, told apart from the 503 of an overloaded server), else 500. */
 static int error_status(const sp__http_conn_t *c)
 {
-    return c->handler_deadline && sp_now_ns() >= c->handler_deadline ? 504 : 500;
+    return c->handler_deadline && sp__now_ns() >= c->handler_deadline ? 504 : 500;
 }
 
 /* Run the handler for a complete request. false: close the connection. */
@@ -494,7 +499,7 @@ static void refuse(sp__http_conn_t *c, int status)
 {
     count_refusal(c->srv, status);
     if (!c->start_ns)
-        c->start_ns = sp_now_ns();
+        c->start_ns = sp__now_ns();
     prepare_response(c);
     c->res.close = true;
     sp_http_response_error(&c->res, status, NULL, NULL);
@@ -524,8 +529,8 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
 static void conn_free(sp__http_conn_t *c)
 {
     count_sent(c);
-    sp_buf_clear(&c->out.buf); /* the last flush sent it, or failed */
-    sp_buf_clear(&c->in);
+    sp__buf_clear(&c->out.buf); /* the last flush sent it, or failed */
+    sp__buf_clear(&c->in);
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
     sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
     forget_request(c);

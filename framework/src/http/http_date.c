@@ -32,17 +32,19 @@ void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1])
 
 static _Thread_local struct {
     time_t sec;
-    char text[SP__HTTP_DATE_LEN + 1];
+    char line[SP__HTTP_DATE_LINE_LEN + 1];
 } cache;
 
-void sp__http_date_now(char out[SP__HTTP_DATE_LEN])
+const char *sp__http_date_line(void)
 {
     time_t now = time(NULL);
-    if (now != cache.sec) {
-        sp__http_date_format(now, cache.text);
+    if (now != cache.sec || !cache.line[0]) {
+        memcpy(cache.line, "Date: ", 6);
+        sp__http_date_format(now, cache.line + 6);
+        memcpy(cache.line + 6 + SP__HTTP_DATE_LEN, "\r\n", 2);
         cache.sec = now;
     }
-    memcpy(out, cache.text, SP__HTTP_DATE_LEN);
+    return cache.line;
 }
 
 static int month_of(const char *m)

@@ -63,7 +63,7 @@ static void on_timer(void *p)
     atomic_store(&d->armed_at, 0);
     uint64_t at = atomic_load(&d->at);
     if (at && !atomic_load(&d->closed)) {
-        uint64_t now = sp_now_ns();
+        uint64_t now = sp__now_ns();
         if (now >= at) {
             atomic_store(&d->expired, true);
             sp_io_cancel(d->fd, SP_IO_READ);
@@ -105,7 +105,7 @@ void sp__http_deadline_set(sp__http_deadline_t *d, uint64_t at_ns)
     if (armed && armed <= at_ns)
         return; /* fires in time, then re-arms for the rest */
     disarm(d);
-    arm(d, at_ns, sp_now_ns());
+    arm(d, at_ns, sp__now_ns());
 }
 
 void sp__http_deadline_clear(sp__http_deadline_t *d)

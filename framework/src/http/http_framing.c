@@ -2,6 +2,7 @@
  * strict mode): line ends and chunk framing byte by byte, and the header
  * lines that decide a message's length (request smuggling defences). Each
  * refusal stops the parse with its status (sp__http_fail). */
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -10,6 +11,42 @@
 static bool is_blank(char c)
 {
     return c == ' ' || c == '\t';
+}
+
+/* Drop the trailing blanks of the n-byte value v: its new length. */
+static size_t trim_to(char *v, size_t n)
+{
+    while (n && is_blank(v[n - 1]))
+        v[--n] = '\0';
+    return n;
+}
+
+/* A CR or LF at q in [from, to) that breaks the rule below. */
+static bool bad_line_byte(const char *q, const char *from, const char *to)
+{
+    if (*q == '\r')
+        return q + 1 < to && q[1] != '\n';
+    if (*q == '\n')
+        return (q > from && q[-1] != '\r') || (q + 1 < to && is_blank(q[1]));
+    return false;
+}
+
+/* Eight bytes at p, the first in the lowest bits whatever the byte order. */
+static uint64_t load_le64(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+/* The high bit of every byte of x below 0x0e (CR, LF and rarer controls),
+ * and maybe of a byte after one (a borrow): never fewer. */
+static uint64_t low_bytes(uint64_t x)
+{
+    return (x - 0x0e0e0e0e0e0e0e0eull) & ~x & 0x8080808080808080ull;
 }
 
 /* Line ends in a request, and in a chunked body's framing: CRLF exactly,
@@ -21,7 +58,8 @@ static bool is_blank(char c)
  * 40"), which RFC 9112 5.2 lets a server refuse, as nginx does. RFC 9112
  * 2.2 allows a bare LF; refusing it keeps the verdict the same however
  * reads split the bytes (a rule that depends on what the headers said
- * would not). memchr keeps this cheap: CRs and LFs are few. */
+ * would not). Every request's head passes here, so it is read eight bytes
+ * at a time, and only bytes that may be a CR or LF are looked at. */
 static int check_lines_strict(sp_http_request_t *r, const char *from, const char *to)
 {
     if (from == to)
@@ -29,13 +67,14 @@ static int check_lines_strict(sp_http_request_t *r, const char *from, const char
     /* The previous range ended with a CR, or with a line end. */
     if (r->cr_open != (*from == '\n') || (r->lf_open && is_blank(*from)))
         return sp__http_fail(r, 400);
-    for (const char *q = from; (q = memchr(q, '\r', (size_t)(to - q))); q++)
-        if (q + 1 < to && q[1] != '\n')
+    const char *q = from;
+    for (; to - q >= 8; q += 8)
+        for (uint64_t m = low_bytes(load_le64(q)); m; m &= m - 1)
+            if (bad_line_byte(q + __builtin_ctzll(m) / 8, from, to))
+                return sp__http_fail(r, 400);
+    for (; q < to; q++)
+        if (bad_line_byte(q, from, to))
             return sp__http_fail(r, 400);
-    for (const char *q = from; (q = memchr(q, '\n', (size_t)(to - q))); q++) {
-        if ((q > from && q[-1] != '\r') || (q + 1 < to && is_blank(q[1])))
-            return sp__http_fail(r, 400);
-    }
     r->cr_open = to[-1] == '\r';
     r->lf_open = to[-1] == '\n';
     return 0;
@@ -84,9 +123,7 @@ int sp__http_check_response_head(sp_http_request_t *r)
 /* A value loses its trailing blanks (http-parser drops the leading ones). */
 void sp__http_trim_value(char *v)
 {
-    size_t n = strlen(v);
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        v[--n] = '\0';
+    trim_to(v, strlen(v));
 }
 
 static bool all_digits(const char *s)
@@ -101,16 +138,29 @@ static bool all_digits(const char *s)
 
 /* RFC 9112 3.2: a Host value is uri-host [":" port]: RFC 3986 reg-name
  * characters (unreserved, sub-delims, '%'), or an IP literal in brackets.
- * Empty is allowed (a target without authority). */
-static bool valid_host(const char *v)
+ * Empty is allowed (a target without authority). A table: every request
+ * has one. */
+static const unsigned char host_char[256] = {
+    ['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['!'] = 1, ['$'] = 1, ['&'] = 1,
+    ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, [';'] = 1,
+    ['='] = 1, ['%'] = 1, [':'] = 1, ['['] = 1, [']'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
+    ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1,
+    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
+    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+    ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,
+    ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+};
+
+static bool valid_host(const char *v, size_t n)
 {
-    for (; *v; v++) {
-        unsigned char c = (unsigned char)*v;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || (c && strchr("-._~!$&'()*+,;=%:[]", c));
-        if (!ok)
+    for (size_t i = 0; i < n; i++)
+        if (!host_char[(unsigned char)v[i]])
             return false;
-    }
     return true;
 }
 
@@ -124,27 +174,31 @@ int sp__http_check_headers(sp_http_request_t *r)
 {
     int cl = 0, te = 0, host = 0;
     char *base = sp__buf_data(&r->text);
+    const sp__http_kv_t *kv = sp__http_kv(r);
     for (size_t i = 0; i < r->nheaders; i++) {
-        const char *name = base + sp__http_kv(r)[i].name;
-        char *value = base + sp__http_kv(r)[i].value;
-        sp__http_trim_value(value);
-        size_t n = sp__http_token_len(name);
-        if (!n)
+        /* Name and value follow each other NUL-terminated, and the text
+         * ends with the last value: the lengths need no strlen. */
+        const char *name = base + kv[i].name;
+        char *value = base + kv[i].value;
+        size_t n = kv[i].value - kv[i].name - 1;
+        size_t end = i + 1 < r->nheaders ? kv[i + 1].name : sp__buf_len(&r->text);
+        size_t vl = trim_to(value, end - kv[i].value - 1);
+        if (!n || sp__http_token_span(name, n) != n)
             return 400; /* "Content Length" must not pass as some header */
-        if (n == 14 && sp__http_named(name, "content-length")) {
+        if (sp__http_named_n(name, n, "content-length", 14)) {
             if (++cl > 1 || !all_digits(value))
                 return 400;
-        } else if (n == 17 && sp__http_named(name, "transfer-encoding")) {
+        } else if (sp__http_named_n(name, n, "transfer-encoding", 17)) {
             if (++te > 1 || strcasecmp(value, "chunked"))
                 return 400;
-        } else if (n == 4 && sp__http_named(name, "host")) {
-            if (++host > 1 || !valid_host(value))
+        } else if (sp__http_named_n(name, n, "host", 4)) {
+            if (++host > 1 || !valid_host(value, vl))
                 return 400;
-        } else if (n == 6 && sp__http_named(name, "expect")) {
+        } else if (sp__http_named_n(name, n, "expect", 6)) {
             r->expect_continue = r->version == 11 && !strcasecmp(value, "100-continue");
         }
     }
-    /* HTTP/1.0 has no chunked coding: its framing is faulty (RFC 9112 6.1). */
+/* HTTP/1.0 has no chunked coding: its framing is faulty (RFC 9112 6.1). */
     if ((cl && te) || (te && r->version == 10) || (r->version == 11 && host == 0))
         return 400;
     return 0;

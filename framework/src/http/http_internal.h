@@ -10,7 +10,9 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/list.h"
+#include "http_scratch.h"
 #include "metrics/slots.h"
 #include "net/buffer_inline.h"
 #include "spindle/buffer.h"
@@ -99,6 +101,19 @@ static inline bool sp__http_named(const char *name, const char *lower)
 {
     return (name[0] | 0x20) == lower[0] && !strcasecmp(name, lower);
 }
+/* The same for a token of n bytes and a lower-case name of ln letters and
+ * '-': in a token, only the same letter in either case, or '-' itself,
+ * ORed with 0x20 gives such a byte. */
+static inline bool sp__http_named_n(const char *name, size_t n, const char *lower,
+                                    size_t ln)
+{
+    if (n != ln)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((name[i] | 0x20) != lower[i])
+            return false;
+    return true;
+}
 
 /* Stop the parser with this status: returning non-zero from a callback
  * makes http_parser_execute fail with HPE_CB_*. */
@@ -156,19 +171,6 @@ typedef struct sp__http_out {
     uint64_t written;   /* bytes sent, all told */
 } sp__http_out_t;
 
-/* Use the calling thread's cached scratch buffer of this kind in place of
- * b while b is empty (a no-op if another connection has it), and give it
- * back once b is empty again; *borrowed tracks it. See http_scratch.c. */
-enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_WORK, SP__SCRATCH_KINDS };
-void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind);
-void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind);
-/* The same for the working set of one request, lent as one: its text, its
- * header table, the response's header lines and body (all empty to borrow,
- * all empty to give back). */
-enum { SP__WORK_BUFS = 4 };
-void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed);
-void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed);
-
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n);
 /* Flush, then len bytes of file_fd from off with sendfile; *sent counts
@@ -218,6 +220,7 @@ void sp__http_deadline_free(sp__http_deadline_t *d);
 struct sp_http_response {
     sp__http_out_t *out;
     const char *server_line; /* "Server: spindle\r\n" or "" */
+    size_t server_len;       /* strlen(server_line) */
     /* The server's: an answer laid out after a stop began says
      * "Connection: close" (the connection closes after it). */
     const _Atomic bool *stopping;
@@ -246,8 +249,10 @@ bool sp__http_res_finish(sp_http_response_t *res);
 /* ---- dates: http_date.c -------------------------------------------------- */
 
 #define SP__HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-/* The current time, from a per-thread cache rebuilt at most once a second. */
-void sp__http_date_now(char out[SP__HTTP_DATE_LEN]);
+/* "Date: <now>\r\n", SP__HTTP_DATE_LINE_LEN bytes, from a per-thread cache
+ * rebuilt at most once a second; valid until the thread's next call. */
+#define SP__HTTP_DATE_LINE_LEN (sizeof "Date: \r\n" - 1 + SP__HTTP_DATE_LEN)
+const char *sp__http_date_line(void);
 void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
 /* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
 time_t sp__http_date_parse(const char *s);

@@ -17,14 +17,14 @@
 
 uint64_t sp__http_deadline(int64_t us)
 {
-    return us < 0 ? 0 : sp_now_ns() + (uint64_t)us * 1000u;
+    return us < 0 ? 0 : sp__now_ns() + (uint64_t)us * 1000u;
 }
 
 int64_t sp__http_left_us(uint64_t deadline_ns)
 {
     if (!deadline_ns)
         return -1;
-    uint64_t now = sp_now_ns();
+    uint64_t now = sp__now_ns();
     /* Rounded up: a wait for what is left never ends before the deadline. */
     return now >= deadline_ns ? 0 : (int64_t)((deadline_ns - now + 999) / 1000);
 }
@@ -72,7 +72,7 @@ static ssize_t recv_into(int fd, sp_buf_t *in, bool *borrowed, size_t size,
     int err = dst ? errno : ENOMEM;
     if (n > 0) {
         *drained = (size_t)n < size;
-        sp_buf_commit(in, (size_t)n);
+        sp__buf_commit(in, (size_t)n);
     } else if (n == 0) {
         *drained = true;
     }
@@ -156,7 +156,7 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
             break;
         }
     }
-    sp_buf_clear(&o->buf);
+    sp__buf_clear(&o->buf);
     return rc;
 }
 

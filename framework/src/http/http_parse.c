@@ -337,9 +337,9 @@ void sp__http_req_init(sp_http_request_t *r, const sp_http_server_opts_t *opts)
 
 void sp__http_req_reset(sp_http_request_t *r)
 {
-    sp_buf_clear(&r->text);
-    sp_buf_clear(&r->kvs);
-    sp_buf_clear(&r->body);
+    sp__buf_clear(&r->text);
+    sp__buf_clear(&r->kvs);
+    sp__buf_clear(&r->body);
     sp__http_body_release(r);
     r->body_total = r->body_off = 0;
     r->nheaders = r->nparams = 0;

@@ -13,36 +13,35 @@ const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
     return sp__buf_data(&r->text) + off;
 }
 
-/* RFC 7230 tchar: visible ASCII but the separators "(),/:;<=>?@[\]{}.
- * Looked up for every byte of every header name. */
-static const unsigned char tchar[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+/* Byte classes, looked up for every byte of every header name and target.
+ * TCHAR: RFC 7230 tchar, visible ASCII but the separators "(),/:;<=>?@[\]{}.
+ * STOP: what makes an origin-form target more than its own path: controls
+ * (refused), escapes, the query and the fragment. */
+enum { TCHAR = 1, STOP = 2 };
+static const unsigned char byte_class[256] = {
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 1, 0, 3, 1, 3, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 2,
     0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 2,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-/* Inlined into both callers: token_len runs for every header name. */
-static inline size_t span(const char *s, size_t max)
+size_t sp__http_token_span(const char *s, size_t max)
 {
     size_t n = 0;
-    while (n < max && tchar[(unsigned char)s[n]])
+    while (n < max && (byte_class[(unsigned char)s[n]] & TCHAR))
         n++;
     return n;
 }
 
-size_t sp__http_token_span(const char *s, size_t max)
-{
-    return span(s, max);
-}
-
 size_t sp__http_token_len(const char *s)
 {
-    size_t n = span(s, SIZE_MAX); /* stops at the NUL */
+    size_t n = 0;
+    while (byte_class[(unsigned char)s[n]] & TCHAR) /* stops at the NUL */
+        n++;
     return s[n] ? 0 : n;
 }
 
@@ -99,7 +98,7 @@ static ssize_t decode(sp_http_request_t *r, size_t off, size_t n, bool plus)
     }
     dst[k++] = '\0';
     ssize_t at = (ssize_t)sp__buf_len(&r->text);
-    sp_buf_commit(&r->text, k);
+    sp__buf_commit(&r->text, k);
     return at;
 }
 
@@ -113,7 +112,7 @@ static ssize_t put(sp_http_request_t *r, const char *src, size_t off, size_t n)
     memcpy(dst, src ? src : sp__buf_data(&r->text) + off, n);
     dst[n] = '\0';
     ssize_t at = (ssize_t)sp__buf_len(&r->text);
-    sp_buf_commit(&r->text, n + 1);
+    sp__buf_commit(&r->text, n + 1);
     return at;
 }
 
@@ -184,10 +183,26 @@ bool sp__http_field_value_ok(const char *v)
     return true;
 }
 
+/* The usual target, "/path" with nothing to decode and no query, is its
+ * own path, and the NUL that ends it an empty query: nothing to copy. */
+static bool plain_path(sp_http_request_t *r, const char *t, size_t tl)
+{
+    if (!tl || t[0] != '/')
+        return false;
+    for (size_t i = 1; i < tl; i++)
+        if (byte_class[(unsigned char)t[i]] & STOP)
+            return false;
+    r->path = 0;
+    r->query = tl;
+    return true;
+}
+
 int sp__http_req_decode_target(sp_http_request_t *r)
 {
     const char *t = sp__http_req_str(r, 0);
     size_t tl = r->target_len;
+    if (plain_path(r, t, tl))
+        return 0;
     size_t poff = 0, plen = tl, qoff = 0, qlen = 0;
     if (sp__http_has_control(t, tl))
         return 400;

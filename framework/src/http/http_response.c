@@ -26,6 +26,7 @@ void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
     memset(res, 0, sizeof *res);
     res->out = out;
     res->server_line = server_line;
+    res->server_len = strlen(server_line);
     res->stopping = stopping;
     sp_buf_init(&res->head);
     sp_buf_init(&res->body);
@@ -34,8 +35,8 @@ void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
 
 void sp__http_res_reset(sp_http_response_t *res)
 {
-    sp_buf_clear(&res->head);
-    sp_buf_clear(&res->body);
+    sp__buf_clear(&res->head);
+    sp__buf_clear(&res->body);
     res->status = 200;
     res->version = 11;
     res->head_only = res->close = res->started = res->chunked = false;
@@ -116,14 +117,15 @@ bool sp_http_response_started(const sp_http_response_t *res)
     return res->started;
 }
 
-/* strlen(s) if s holds no CR or LF, else -1. */
+/* strlen(s) if s holds no CR or LF, else -1. One table lookup a byte:
+ * handlers add a header or two to every response. */
 static ssize_t value_len(const char *s)
 {
+    static const bool stop[256] = {[0] = true, ['\r'] = true, ['\n'] = true};
     size_t n = 0;
-    for (; s[n]; n++)
-        if (s[n] == '\r' || s[n] == '\n')
-            return -1;
-    return (ssize_t)n;
+    while (!stop[(unsigned char)s[n]])
+        n++;
+    return s[n] ? -1 : (ssize_t)n;
 }
 
 /* A header the server writes itself; n = strlen(name). */
@@ -184,7 +186,7 @@ static int append_header(sp_http_response_t *res, const char *name,
     memcpy(dst + n, ": ", 2);
     memcpy(dst + n + 2, value, v);
     memcpy(dst + n + 2 + v, "\r\n", 2);
-    sp_buf_commit(&res->head, n + v + 4);
+    sp__buf_commit(&res->head, n + v + 4);
     res->has_length |= is_length;
     return 0;
 }
@@ -213,8 +215,8 @@ static void remove_header(sp_http_response_t *res, const char *name)
         }
         i += line;
     }
-    sp_buf_clear(&res->head);
-    sp_buf_commit(&res->head, keep);
+    sp__buf_clear(&res->head);
+    sp__buf_commit(&res->head, keep);
     if (sp__http_named(name, "content-length"))
         res->has_length = false;
 }
@@ -234,7 +236,7 @@ int sp_http_response_set_body(sp_http_response_t *res, const void *p, size_t n)
 {
     if (res->started)
         return -EALREADY;
-    sp_buf_clear(&res->body);
+    sp__buf_clear(&res->body);
     return n ? sp__buf_append(&res->body, p, n) : 0;
 }
 
@@ -250,7 +252,7 @@ int sp_http_response_error(sp_http_response_t *res, int status, const char *name
 {
     if (res->started)
         return -EALREADY;
-    sp_buf_clear(&res->head);
+    sp__buf_clear(&res->head);
     res->has_length = false;
     int rc = sp_http_response_set_status(res, status);
     if (rc == 0)
@@ -303,16 +305,14 @@ static char *put_status_line(char *p, int status)
  * into the output buffer. */
 static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
 {
-    size_t server = strlen(res->server_line), user = sp__buf_len(&res->head);
+    size_t server = res->server_len, user = sp__buf_len(&res->head);
     char *p = sp__buf_reserve(&res->out->buf, 200 + server + user);
     if (!p)
         return -ENOMEM;
     char *start = p;
     p = put_status_line(p, res->status);
     p = put(p, res->server_line, server);
-    p = PUT_LIT(p, "Date: ");
-    sp__http_date_now(p);
-    p = PUT_LIT(p + SP__HTTP_DATE_LEN, "\r\n");
+    p = put(p, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
     p = put(p, sp__buf_data(&res->head), user);
     if (how == BY_LENGTH && !res->has_length) {
         p = PUT_LIT(p, "Content-Length: ");
@@ -327,7 +327,7 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     else if (res->version == 10)
         p = PUT_LIT(p, "Connection: keep-alive\r\n");
     p = PUT_LIT(p, "\r\n");
-    sp_buf_commit(&res->out->buf, (size_t)(p - start));
+    sp__buf_commit(&res->out->buf, (size_t)(p - start));
     return 0;
 }
 
@@ -340,21 +340,17 @@ static int emit(sp_http_response_t *res, const void *p, size_t n)
     if (res->has_length && res->sent + n > res->length)
         return -EMSGSIZE;
     res->sent += n;
-    char size[24] = "";
-    size_t slen = 0;
-    if (res->chunked)
-        slen = (size_t)snprintf(size, sizeof size, "%zx\r\n", n);
-    struct iovec v[3] = {{size, slen},
-                         {(void *)p, n},
-                         {res->chunked ? "\r\n" : "", res->chunked ? 2u : 0u}};
-    if (n > COPY_MAX)
+    char size[24];
+    size_t slen = res->chunked ? (size_t)snprintf(size, sizeof size, "%zx\r\n", n) : 0;
+    if (n > COPY_MAX) {
+        struct iovec v[3] = {{size, slen}, {(void *)p, n}, {"\r\n", res->chunked ? 2u : 0u}};
         return sp__http_out_flush(res->out, v, 3);
-    for (int i = 0; i < 3; i++)
-        if (v[i].iov_len && sp__buf_append(&res->out->buf, v[i].iov_base, v[i].iov_len) < 0)
-            return -ENOMEM;
-    if (sp__buf_len(&res->out->buf) >= FLUSH_AT)
-        return sp__http_out_flush(res->out, NULL, 0);
-    return 0;
+    }
+    sp_buf_t *out = &res->out->buf;
+    if ((slen && sp__buf_append(out, size, slen) < 0) || sp__buf_append(out, p, n) < 0 ||
+        (res->chunked && sp__buf_append(out, "\r\n", 2) < 0))
+        return -ENOMEM;
+    return sp__buf_len(out) >= FLUSH_AT ? sp__http_out_flush(res->out, NULL, 0) : 0;
 }
 
 static int start_stream(sp_http_response_t *res)
@@ -369,7 +365,7 @@ static int start_stream(sp_http_response_t *res)
     res->started = true;
     res->chunked = how == BY_CHUNKS;
     rc = emit(res, sp__buf_data(&res->body), sp__buf_len(&res->body));
-    sp_buf_clear(&res->body);
+    sp__buf_clear(&res->body);
     return rc;
 }
 

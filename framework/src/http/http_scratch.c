@@ -23,22 +23,13 @@
 
 #include "http_internal.h"
 
-typedef struct scratch {
-    sp_buf_t buf[SP__WORK_BUFS]; /* the IN and OUT kinds use the first */
-    bool lent;
-} scratch_t;
-
-typedef struct scratches {
-    scratch_t s[SP__SCRATCH_KINDS];
-} scratches_t;
-
-static _Thread_local scratches_t *mine;
+_Thread_local sp__scratches_t *sp__http_scratches;
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void scratch_free(void *p)
 {
-    scratches_t *all = p;
+    sp__scratches_t *all = p;
     for (int i = 0; i < SP__SCRATCH_KINDS; i++)
         for (int j = 0; j < SP__WORK_BUFS; j++)
             sp_buf_free(&all->s[i].buf[j]);
@@ -50,74 +41,11 @@ static void make_key(void)
     pthread_key_create(&key, scratch_free);
 }
 
-static scratch_t *thread_scratch(int kind)
+sp__scratches_t *sp__http_scratches_make(void)
 {
-    if (!mine) {
-        pthread_once(&key_once, make_key);
-        if (!(mine = calloc(1, sizeof *mine)))
-            return NULL;
-        pthread_setspecific(key, mine); /* freed at thread exit */
-    }
-    return &mine->s[kind];
-}
-
-static void swap(sp_buf_t *a, sp_buf_t *b)
-{
-    sp_buf_t t = *a;
-    *a = *b;
-    *b = t;
-}
-
-static bool all_empty(sp_buf_t *const set[], int n)
-{
-    for (int i = 0; i < n; i++)
-        if (sp__buf_len(set[i]))
-            return false;
-    return true;
-}
-
-/* Inlined into each exported function with its constant n. */
-static inline void borrow(sp_buf_t *const set[], int n, bool *borrowed, int kind)
-{
-    if (*borrowed || !all_empty(set, n))
-        return;
-    scratch_t *s = thread_scratch(kind);
-    if (!s || s->lent)
-        return;
-    for (int i = 0; i < n; i++)
-        swap(set[i], &s->buf[i]);
-    s->lent = *borrowed = true;
-}
-
-static inline void give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
-{
-    if (!*borrowed || !all_empty(set, n))
-        return;
-    *borrowed = false;
-    scratch_t *s = mine ? &mine->s[kind] : NULL;
-    if (s && s->lent) {
-        for (int i = 0; i < n; i++)
-            swap(set[i], &s->buf[i]);
-        s->lent = false;
-    } /* else: moved to another thread; keep it as our own */
-}
-
-void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
-{
-    borrow(&b, 1, borrowed, kind);
-}
-
-void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind)
-{
-    give_back(&b, 1, borrowed, kind);
-}
-
-void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
-{
-    borrow(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
-}
-
-void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
-{
-    give_back(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+    pthread_once(&key_once, make_key);
+    sp__scratches_t *all = calloc(1, sizeof *all);
+    if (all)
+        pthread_setspecific(key, all); /* freed at thread exit */
+    return sp__http_scratches = all;
 }

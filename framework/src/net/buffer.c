@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buffer_inline.h"
 #include "spindle/buffer.h"
 #include "spindle/net.h"
 
@@ -63,7 +64,7 @@ char *sp_buf_reserve(sp_buf_t *b, size_t n)
 
 void sp_buf_commit(sp_buf_t *b, size_t n)
 {
-    b->end += n;
+    sp__buf_commit(b, n);
 }
 
 int sp_buf_append(sp_buf_t *b, const void *p, size_t n)
@@ -78,14 +79,12 @@ int sp_buf_append(sp_buf_t *b, const void *p, size_t n)
 
 void sp_buf_consume(sp_buf_t *b, size_t n)
 {
-    b->start += n < sp_buf_len(b) ? n : sp_buf_len(b);
-    if (b->start == b->end)
-        b->start = b->end = 0;
+    sp__buf_consume(b, n);
 }
 
 void sp_buf_clear(sp_buf_t *b)
 {
-    b->start = b->end = 0;
+    sp__buf_clear(b);
 }
 
 ssize_t sp_buf_read_fd(sp_buf_t *b, int fd, size_t max)

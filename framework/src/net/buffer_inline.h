@@ -1,7 +1,8 @@
 /* Internal: the byte buffer's hot operations, inlined for the framework's
  * own protocol code (the HTTP layer uses them a dozen times per request,
  * and a call each costs more than the work). Same meaning as sp_buf_data,
- * sp_buf_len, sp_buf_reserve and sp_buf_append; the slow paths are those. */
+ * sp_buf_len, sp_buf_reserve, sp_buf_commit, sp_buf_clear, sp_buf_consume
+ * and sp_buf_append; the slow paths are those. */
 #ifndef SP_BUFFER_INLINE_H
 #define SP_BUFFER_INLINE_H
 
@@ -22,6 +23,23 @@ static inline size_t sp__buf_len(const sp_buf_t *b)
 static inline char *sp__buf_reserve(sp_buf_t *b, size_t n)
 {
     return b->data && b->cap - b->end >= n ? b->data + b->end : sp_buf_reserve(b, n);
+}
+
+static inline void sp__buf_commit(sp_buf_t *b, size_t n)
+{
+    b->end += n;
+}
+
+static inline void sp__buf_clear(sp_buf_t *b)
+{
+    b->start = b->end = 0;
+}
+
+static inline void sp__buf_consume(sp_buf_t *b, size_t n)
+{
+    b->start += n < sp__buf_len(b) ? n : sp__buf_len(b);
+    if (b->start == b->end)
+        b->start = b->end = 0;
 }
 
 static inline int sp__buf_append(sp_buf_t *b, const void *p, size_t n)

@@ -1,0 +1,99 @@
+/* Internal: buffers per worker thread lent to the connection that is
+ * reading or answering (why and when: http_scratch.c). Inline, and the
+ * loops over a set unrolled: every request borrows and gives back three
+ * kinds, the work set's four buffers among them, and a call or a loop's
+ * bookkeeping would cost more than the swaps. */
+#ifndef SP_HTTP_SCRATCH_H
+#define SP_HTTP_SCRATCH_H
+
+#include <stdbool.h>
+
+#include "net/buffer_inline.h"
+
+/* Use the calling thread's cached scratch buffer of this kind in place of
+ * b while b is empty (a no-op if another connection has it), and give it
+ * back once b is empty again; *borrowed tracks it. The working set of one
+ * request is lent as one: its text, its header table, the response's
+ * header lines and body (all empty to borrow, all empty to give back). */
+enum { SP__SCRATCH_IN, SP__SCRATCH_OUT, SP__SCRATCH_WORK, SP__SCRATCH_KINDS };
+enum { SP__WORK_BUFS = 4 };
+
+typedef struct sp__scratch {
+    sp_buf_t buf[SP__WORK_BUFS]; /* the IN and OUT kinds use the first */
+    bool lent;
+} sp__scratch_t;
+
+typedef struct sp__scratches {
+    sp__scratch_t s[SP__SCRATCH_KINDS];
+} sp__scratches_t;
+
+/* The thread's buffers; NULL until its first borrow. */
+extern _Thread_local sp__scratches_t *sp__http_scratches;
+/* Make them (NULL: out of memory). */
+sp__scratches_t *sp__http_scratches_make(void);
+
+static inline void sp__http_buf_swap(sp_buf_t *a, sp_buf_t *b)
+{
+    sp_buf_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static inline bool sp__http_all_empty(sp_buf_t *const set[], int n)
+{
+#pragma GCC unroll 4
+    for (int i = 0; i < n; i++)
+        if (sp__buf_len(set[i]))
+            return false;
+    return true;
+}
+
+static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+{
+    if (*borrowed || !sp__http_all_empty(set, n))
+        return;
+    sp__scratches_t *all = sp__http_scratches ? sp__http_scratches : sp__http_scratches_make();
+    sp__scratch_t *s = all ? &all->s[kind] : NULL;
+    if (!s || s->lent)
+        return;
+#pragma GCC unroll 4
+    for (int i = 0; i < n; i++)
+        sp__http_buf_swap(set[i], &s->buf[i]);
+    s->lent = *borrowed = true;
+}
+
+static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+{
+    if (!*borrowed || !sp__http_all_empty(set, n))
+        return;
+    *borrowed = false;
+    sp__scratch_t *s = sp__http_scratches ? &sp__http_scratches->s[kind] : NULL;
+    if (s && s->lent) {
+#pragma GCC unroll 4
+        for (int i = 0; i < n; i++)
+            sp__http_buf_swap(set[i], &s->buf[i]);
+        s->lent = false;
+    } /* else: moved to another thread; keep it as our own */
+}
+
+static inline void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
+{
+    sp__http_lend(&b, 1, borrowed, kind);
+}
+
+static inline void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind)
+{
+    sp__http_give_back(&b, 1, borrowed, kind);
+}
+
+static inline void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
+{
+    sp__http_lend(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+}
+
+static inline void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
+{
+    sp__http_give_back(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+}
+
+#endif
