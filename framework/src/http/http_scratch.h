@@ -39,13 +39,25 @@ static inline void sp__http_buf_swap(sp_buf_t *a, sp_buf_t *b)
     *b = t;
 }
 
+/* The loops over set[0..n) written out (n, at most four, is a constant at
+ * every call, so the tests of n fold away). */
+_Static_assert(SP__WORK_BUFS == 4, "the set's helpers below name four buffers");
+
 static inline bool sp__http_all_empty(sp_buf_t *const set[], int n)
 {
-#pragma GCC unroll 4
-    for (int i = 0; i < n; i++)
-        if (sp__buf_len(set[i]))
-            return false;
-    return true;
+    return !sp__buf_len(set[0]) && (n < 2 || !sp__buf_len(set[1])) &&
+           (n < 3 || !sp__buf_len(set[2])) && (n < 4 || !sp__buf_len(set[3]));
+}
+
+static inline void sp__http_swap_set(sp_buf_t *const set[], sp__scratch_t *s, int n)
+{
+    sp__http_buf_swap(set[0], &s->buf[0]);
+    if (n > 1)
+        sp__http_buf_swap(set[1], &s->buf[1]);
+    if (n > 2)
+        sp__http_buf_swap(set[2], &s->buf[2]);
+    if (n > 3)
+        sp__http_buf_swap(set[3], &s->buf[3]);
 }
 
 static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, int kind)
@@ -56,9 +68,7 @@ static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, i
     sp__scratch_t *s = all ? &all->s[kind] : NULL;
     if (!s || s->lent)
         return;
-#pragma GCC unroll 4
-    for (int i = 0; i < n; i++)
-        sp__http_buf_swap(set[i], &s->buf[i]);
+    sp__http_swap_set(set, s, n);
     s->lent = *borrowed = true;
 }
 
@@ -69,9 +79,7 @@ static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrow
     *borrowed = false;
     sp__scratch_t *s = sp__http_scratches ? &sp__http_scratches->s[kind] : NULL;
     if (s && s->lent) {
-#pragma GCC unroll 4
-        for (int i = 0; i < n; i++)
-            sp__http_buf_swap(set[i], &s->buf[i]);
+        sp__http_swap_set(set, s, n);
         s->lent = false;
     } /* else: moved to another thread; keep it as our own */
 }
