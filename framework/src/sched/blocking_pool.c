@@ -34,7 +34,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
 static job_t *head, *tail;
 static int threads, idle;
-static uint64_t ran, abandoned, queued; /* under the lock */
+static uint64_t queued; /* under the lock */
+/* Counted before the fiber is woken, so that it sees its own job. */
+static _Atomic uint64_t ran, abandoned;
 
 static void *helper(void *unused)
 {
@@ -53,16 +55,16 @@ static void *helper(void *unused)
         queued--;
         pthread_mutex_unlock(&lock);
         j->fn(j->arg);
+        atomic_fetch_add_explicit(&ran, 1, memory_order_relaxed);
         int pending = JOB_PENDING; /* else its fiber was interrupted */
-        bool taken = atomic_compare_exchange_strong(&j->state, &pending, JOB_DONE);
-        if (taken) {
+        if (atomic_compare_exchange_strong(&j->state, &pending, JOB_DONE)) {
             sp__waiter_promise(&j->waiter, 0);
             sp__waiter_deliver(&j->waiter, true);
+        } else {
+            atomic_fetch_add_explicit(&abandoned, 1, memory_order_relaxed);
         }
         job_unref(j);
         pthread_mutex_lock(&lock);
-        ran++;
-        abandoned += !taken;
     }
     return NULL;
 }
@@ -83,8 +85,9 @@ int sp_blocking_stats(sp_blocking_stats_t *out)
     if (!out)
         return -EINVAL;
     pthread_mutex_lock(&lock);
-    *out = (sp_blocking_stats_t){.jobs = ran, .abandoned = abandoned, .queued = queued,
-                                 .threads = (unsigned)threads, .idle = (unsigned)idle};
+    *out = (sp_blocking_stats_t){.jobs = atomic_load(&ran), .abandoned = atomic_load(&abandoned),
+                                 .queued = queued, .threads = (unsigned)threads,
+                                 .idle = (unsigned)idle};
     pthread_mutex_unlock(&lock);
     return 0;
 }
