@@ -16,7 +16,7 @@
 #include "helper_job.h"
 #include "io_call.h"
 
-enum { CHUNK = 1 << 20 };
+enum { CHUNK = 1 << 20, PAGE = 4096 };
 enum { F_READ, F_PREAD, F_WRITE, F_PWRITE, F_FSYNC, F_FDATASYNC };
 
 typedef struct file_job {
@@ -27,7 +27,7 @@ typedef struct file_job {
     size_t len;
     ssize_t ret;
     int err;
-    char data[];
+    char *data; /* page-aligned, as O_DIRECT wants a buffer to be */
 } file_job_t;
 
 static void file_run(sp__job_t *j)
@@ -49,16 +49,19 @@ static void file_free(sp__job_t *j)
 {
     file_job_t *f = (file_job_t *)j;
     sp__real()->close(f->fd);
+    free(f->data);
     free(f);
 }
 
 static file_job_t *file_job_new(int op, int fd, size_t len, off_t off)
 {
-    file_job_t *f = malloc(sizeof *f + len);
+    file_job_t *f = malloc(sizeof *f);
     if (!f)
         return NULL;
-    f->fd = sp__real()->fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    f->data = aligned_alloc(PAGE, (len + PAGE - 1) / PAGE * PAGE + (len ? 0 : PAGE));
+    f->fd = f->data ? sp__real()->fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
     if (f->fd < 0) {
+        free(f->data);
         free(f);
         return NULL;
     }
