@@ -237,7 +237,7 @@ START_TEST(line_ends_checked_at_every_offset)
 {
     char req[128];
     for (int n = 0; n < 17; n++) {
-        const char *pad = "aaaaaaaaaaaaaaaa" + (16 - n);
+        const char *pad = &"aaaaaaaaaaaaaaaa"[16 - n];
         snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\nB: c\r\n\r\n", pad);
         refused(req, 400);
         snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\nX-A: %s\rB: c\r\n\r\n", pad);
