@@ -84,11 +84,8 @@ static void resolve(void)
     LOAD(res_nquerydomain);
 }
 
-_Atomic(const sp__real_t *) sp__real_table;
-
-const sp__real_t *sp__real_resolve(void)
+const sp__real_t *sp__real(void)
 {
     pthread_once(&once, resolve);
-    atomic_store_explicit(&sp__real_table, &real, memory_order_release);
     return &real;
 }

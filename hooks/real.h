@@ -5,7 +5,6 @@
 #define SP_HOOK_REAL_H
 
 #include <netdb.h>
-#include <stdatomic.h>
 #include <netinet/in.h>
 #include <resolv.h>
 #include <poll.h>
@@ -93,15 +92,6 @@ typedef struct sp__real {
 } sp__real_t;
 
 /* The table, resolved on first use. */
-const sp__real_t *sp__real_resolve(void);
-extern _Atomic(const sp__real_t *) sp__real_table;
-
-/* Inline: every hooked call that goes to libc asks for it, and after the
- * first call it is one load. */
-static inline const sp__real_t *sp__real(void)
-{
-    const sp__real_t *r = atomic_load_explicit(&sp__real_table, memory_order_acquire);
-    return r ? r : sp__real_resolve();
-}
+const sp__real_t *sp__real(void);
 
 #endif
