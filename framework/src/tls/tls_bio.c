@@ -1,15 +1,15 @@
 /* The socket under a TLS connection: a BIO that never blocks (recv/send
  * with MSG_DONTWAIT, so the hooks and the fd's O_NONBLOCK do not matter),
- * the wait that follows OpenSSL's WANT_READ / WANT_WRITE, and the
+ * the wait that follows OpenSSL's WANT_READ / WANT_WRITE (sp_io_wait's
+ * park in a fiber, poll on a plain thread), and the
  * per-thread reason text of the last failure.
  * MSG_NOSIGNAL: a peer that went away gives EPIPE, never SIGPIPE. */
 #include <errno.h>
 #include <openssl/err.h>
-#include <poll.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "spindle/iomanager.h"
+#include "io/iomanager_internal.h"
 #include "spindle/timer.h"
 #include "tls_internal.h"
 
@@ -85,15 +85,7 @@ int sp__tls_wait(int fd, int event, uint64_t deadline_ns)
             return -ETIMEDOUT;
         us = (int64_t)((deadline_ns - now + 999) / 1000); /* never ends early */
     }
-    int rc = sp_io_wait(fd, event, us);
-    if (rc != -EPERM)
-        return rc;
-    struct pollfd p = {fd, (short)(event == SP_IO_READ ? POLLIN : POLLOUT), 0};
-    int ms = us < 0 ? -1 : (int)((us + 999) / 1000);
-    do
-        rc = poll(&p, 1, ms);
-    while (rc < 0 && errno == EINTR);
-    return rc > 0 ? 0 : rc == 0 ? -ETIMEDOUT : -errno;
+    return sp__io_wait_or_poll(fd, event, us);
 }
 
 /* A pointer to a static string: 8 bytes of static TLS. */

@@ -87,9 +87,13 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
         if (r > 0)
             return 0;
         int e = SSL_get_error(c->ssl, r), event;
-        if (e == SSL_ERROR_WANT_READ)
+        if (e == SSL_ERROR_WANT_READ) {
+            /* SSL_MODE_RELEASE_BUFFERS frees the read buffer only once a
+             * record is consumed; a wait for more would keep it (17 KiB
+             * per idle connection). This frees it unless it holds bytes. */
+            SSL_free_buffers(c->ssl);
             event = SP_IO_READ;
-        else if (e == SSL_ERROR_WANT_WRITE)
+        } else if (e == SSL_ERROR_WANT_WRITE)
             event = SP_IO_WRITE;
         else if (e == SSL_ERROR_ZERO_RETURN)
             return 1;

@@ -52,7 +52,7 @@ typedef struct sp__tls_sock {
  * NULL when out of memory. */
 BIO *sp__tls_bio_new(sp__tls_sock_t *s);
 /* Wait for fd to be readable or writable (SP_IO_READ / SP_IO_WRITE) until
- * deadline_ns (0: none): sp_io_wait in a fiber, poll(2) elsewhere. */
+ * deadline_ns (0: none). */
 int sp__tls_wait(int fd, int event, uint64_t deadline_ns);
 
 /* Set this thread's reason text (a static string; NULL: ""). */
