@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "spindle/iomanager.h"
 #include "spindle/timer.h"
@@ -76,6 +77,14 @@ static int failure(sp_tls_conn_t *c, int e)
     return SP_TLS_EHANDSHAKE;
 }
 
+static int wait_for(int fd, int event, uint64_t deadline)
+{
+    int rc = sp__tls_wait(fd, event, deadline);
+    if (rc)
+        sp__tls_set_reason(rc == -ETIMEDOUT ? "timed out" : "wait failed");
+    return rc;
+}
+
 /* Run op until it completes: 0, 1 when the peer closed, or -errno. */
 static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done,
                  uint64_t deadline)
@@ -89,8 +98,8 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
         int e = SSL_get_error(c->ssl, r), event;
         if (e == SSL_ERROR_WANT_READ) {
             /* SSL_MODE_RELEASE_BUFFERS frees the read buffer only once a
-             * record is consumed; a wait for more would keep it (17 KiB
-             * per idle connection). This frees it unless it holds bytes. */
+             * record is consumed: a handshake waiting for its peer would
+             * keep it (16 KiB a connection). Freed unless it holds bytes. */
             SSL_free_buffers(c->ssl);
             event = SP_IO_READ;
         } else if (e == SSL_ERROR_WANT_WRITE)
@@ -99,11 +108,9 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
             return 1;
         else
             return failure(c, e);
-        int rc = sp__tls_wait(c->sock.fd, event, deadline);
-        if (rc) {
-            sp__tls_set_reason(rc == -ETIMEDOUT ? "timed out" : "wait failed");
+        int rc = wait_for(c->sock.fd, event, deadline);
+        if (rc)
             return rc;
-        }
     }
 }
 
@@ -124,9 +131,9 @@ static sp_tls_conn_t *conn_new(sp_tls_config_t *cfg, int fd)
     return c;
 }
 
-static int handshake(sp_tls_conn_t *c, int64_t us, sp_tls_conn_t **out)
+static int handshake(sp_tls_conn_t *c, uint64_t deadline, sp_tls_conn_t **out)
 {
-    int rc = drive(c, op_handshake, NULL, 0, NULL, deadline_of(us));
+    int rc = drive(c, op_handshake, NULL, 0, NULL, deadline);
     if (rc == 1) {
         sp__tls_set_reason("the peer closed the connection in the handshake");
         rc = -ECONNRESET;
@@ -154,11 +161,21 @@ int sp_tls_accept(sp_tls_config_t *cfg, int fd, int64_t timeout_us, sp_tls_conn_
     sp__tls_set_reason(NULL);
     if (!cfg || !cfg->server || fd < 0 || !out)
         return -EINVAL;
+    uint64_t deadline = deadline_of(timeout_us ? timeout_us : cfg->handshake_us);
+    /* No SSL object before the ClientHello starts to arrive: a client
+     * that connects and stays silent costs its fiber only (an SSL object
+     * waiting in the handshake takes about 40 KiB). */
+    char byte;
+    if (recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN) {
+        int rc = wait_for(fd, SP_IO_READ, deadline);
+        if (rc)
+            return rc;
+    }
     sp_tls_conn_t *c = conn_new(cfg, fd);
     if (!c)
         return -ENOMEM;
     SSL_set_accept_state(c->ssl);
-    return handshake(c, timeout_us ? timeout_us : cfg->handshake_us, out);
+    return handshake(c, deadline, out);
 }
 
 /* SNI and the name the certificate must carry: a DNS name, or an IP
@@ -193,7 +210,7 @@ int sp_tls_connect(sp_tls_config_t *cfg, int fd, const char *host, int64_t timeo
         return rc;
     }
     SSL_set_connect_state(c->ssl);
-    return handshake(c, timeout_us ? timeout_us : cfg->handshake_us, out);
+    return handshake(c, deadline_of(timeout_us ? timeout_us : cfg->handshake_us), out);
 }
 
 ssize_t sp_tls_read(sp_tls_conn_t *c, void *buf, size_t len, int64_t timeout_us)
