@@ -15,6 +15,10 @@
  *                            goes), and the heap in use per connection
  *                            (mallinfo2). `plain`: the same over TCP only
  *                            (the fiber and socket share of the figures).
+ *   stall N [hello]          N raw TCP clients connect and send nothing
+ *                            (hello: the first 12 bytes of a ClientHello)
+ *                            while the server's handshakes wait; prints
+ *                            the heap in use and the VmRSS per connection.
  * CERT and KEY: PEM files of an EC P-256 certificate for "bench.test". */
 #include <errno.h>
 #include <malloc.h>
@@ -36,10 +40,11 @@
 #include <spindle/tls.h>
 
 static sp_tls_config_t *server_cfg, *client_cfg;
-static bool plain;
+static bool plain; /* idle: TCP only */
+static bool hello; /* stall: send the start of a ClientHello */
 static sp_addr_t addr;
 static atomic_long handshakes, failures;
-static atomic_int open_conns;
+static atomic_int open_conns, served;
 static uint64_t until_ns;
 static int seconds; /* handshakes: how long the clients run */
 
@@ -48,6 +53,7 @@ static void serve(int fd, const sp_addr_t *peer, void *arg)
     (void)peer;
     (void)arg;
     char buf[64];
+    atomic_fetch_add(&served, 1);
     if (plain) {
         ssize_t n;
         while ((n = read(fd, buf, sizeof buf)) > 0)
@@ -151,17 +157,68 @@ static int clients(sp_fiber_fn fn, int n, int report, bool idle)
 static int usage(void)
 {
     fprintf(stderr, "usage: spindle-tls-bench CERT KEY handshakes SECONDS CONC\n"
-                    "       spindle-tls-bench CERT KEY idle N [plain]\n");
+                    "       spindle-tls-bench CERT KEY idle N [plain]\n"
+                    "       spindle-tls-bench CERT KEY stall N [hello]\n");
     return 2;
 }
 
+enum mode { HANDSHAKES, IDLE, STALL };
+
+/* stall: n plain sockets from this (fiberless) thread, kept open until
+ * the parent closes `from`. */
+static int stallers(int n, int from, int to)
+{
+    static const unsigned char start[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01,
+                                          0x00, 0x01, 0xfc, 0x03, 0x03, 0x5a};
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0 || connect(fd, (const struct sockaddr *)&addr.ss, addr.len) < 0 ||
+            (hello && send(fd, start, sizeof start, 0) != (ssize_t)sizeof start))
+            failed++;
+    }
+    dprintf(to, "%d %d\n", n - failed, failed);
+    char x;
+    while (read(from, &x, 1) > 0)
+        ;
+    return 0;
+}
+
 /* The child: gets the server's address from `from`, reports on `to`. */
-static int child(bool idle, int n, int from, int to)
+static int child(enum mode m, int n, int from, int to)
 {
     if (read(from, &addr, sizeof addr) != (ssize_t)sizeof addr)
         return 1;
+    if (m == STALL)
+        return stallers(n, from, to);
     until_ns = sp_now_ns() + (uint64_t)seconds * 1000000000u;
-    return clients(idle ? hold : hammer, n, to, idle);
+    return clients(m == IDLE ? hold : hammer, n, to, m == IDLE);
+}
+
+/* stall: wait until the server has taken the n connections (and a
+ * little more, for their handshakes to read what was sent and park). */
+static void parked(int n)
+{
+    while (atomic_load(&served) < n)
+        usleep(10000);
+    usleep(200000);
+}
+
+static void report_memory(enum mode m, long done, long failed, long rss0, size_t heap0)
+{
+    long rss1 = rss_kib();
+    double k = done ? 1.0 / (double)done : 0.0;
+    double heap = (double)(mallinfo2().uordblks - heap0) / 1024.0 * k;
+    if (m == STALL) {
+        printf("stall-%s conns=%ld failed=%ld heap_per_conn_kib=%.2f rss_per_conn_kib=%.2f\n",
+               hello ? "hello" : "silent", done, failed, heap, (double)(rss1 - rss0) * k);
+        return;
+    }
+    malloc_trim(0);
+    printf("%s idle=%ld failed=%ld rss_before_kib=%ld rss_after_kib=%ld per_conn_kib=%.2f "
+           "trimmed_per_conn_kib=%.2f heap_per_conn_kib=%.2f\n",
+           plain ? "tcp" : "tls", done, failed, rss0, rss1, (double)(rss1 - rss0) * k,
+           (double)(rss_kib() - rss0) * k, heap);
 }
 
 static sp_tcp_server_t *server(sp_iomanager_t **io, const char *cert_file, const char *key_file)
@@ -184,19 +241,27 @@ int main(int argc, char **argv)
 {
     if (argc < 5)
         return usage();
-    bool idle = strcmp(argv[3], "idle") == 0;
-    if (!idle && (strcmp(argv[3], "handshakes") != 0 || argc < 6))
+    enum mode m = strcmp(argv[3], "idle") == 0    ? IDLE
+                  : strcmp(argv[3], "stall") == 0 ? STALL
+                                                  : HANDSHAKES;
+    if (m == HANDSHAKES && (strcmp(argv[3], "handshakes") != 0 || argc < 6))
         return usage();
-    plain = idle && argc > 5 && strcmp(argv[5], "plain") == 0;
-    int n = atoi(argv[idle ? 4 : 5]);
-    seconds = idle ? 0 : atoi(argv[4]);
+    plain = m == IDLE && argc > 5 && strcmp(argv[5], "plain") == 0;
+    hello = m == STALL && argc > 5 && strcmp(argv[5], "hello") == 0;
+    int n = atoi(argv[m == HANDSHAKES ? 5 : 4]);
+    seconds = m == HANDSHAKES ? atoi(argv[4]) : 0;
     signal(SIGPIPE, SIG_IGN);
     int up[2], down[2];
     if (pipe(up) < 0 || pipe(down) < 0)
         return 1;
     pid_t pid = fork(); /* before any thread: the child starts clean */
-    if (pid == 0)
-        _exit(child(idle, n, down[0], up[1]));
+    if (pid == 0) {
+        close(down[1]); /* so the parent's close is an EOF */
+        close(up[0]);
+        _exit(child(m, n, down[0], up[1]));
+    }
+    close(down[0]);
+    close(up[1]);
     sp_iomanager_t *io;
     sp_tcp_server_t *srv = server(&io, argv[1], argv[2]);
     long rss0 = rss_kib();
@@ -209,20 +274,15 @@ int main(int argc, char **argv)
     if (!r || fscanf(r, "%ld %ld", &done, &failed) != 2)
         return 1;
     double wall = ((double)sp_now_ns() - t0) / 1e9, cpu = cpu_s() - cpu0;
-    if (idle) {
-        long rss1 = rss_kib();
-        double heap = (double)(mallinfo2().uordblks - heap0) / 1024.0;
-        malloc_trim(0);
-        double k = done ? 1.0 / (double)done : 0.0;
-        printf("%s idle=%ld failed=%ld rss_before_kib=%ld rss_after_kib=%ld per_conn_kib=%.2f "
-               "trimmed_per_conn_kib=%.2f heap_per_conn_kib=%.2f\n",
-               plain ? "tcp" : "tls", done, failed, rss0, rss1, (double)(rss1 - rss0) * k,
-               (double)(rss_kib() - rss0) * k, heap * k);
-    } else {
+    if (m == STALL)
+        parked((int)done);
+    if (m != HANDSHAKES)
+        report_memory(m, done, failed, rss0, heap0);
+    else
         printf("handshakes=%ld failed=%ld per_s=%.0f server_cpu_s_per_1000=%.3f\n", done,
                failed, (double)done / wall, done ? cpu * 1000.0 / (double)done : 0.0);
-    }
-    sp_tcp_server_stop(srv, 0); /* idle clients see their connections end */
+    close(down[1]);             /* stall: the child lets go */
+    sp_tcp_server_stop(srv, 0); /* idle: the clients see their connections end */
     waitpid(pid, NULL, 0);
     sp_iomanager_stop(io);
     sp_tcp_server_destroy(srv);
