@@ -128,6 +128,18 @@ START_TEST(openssl_s_client_versions_alpn_servername)
 }
 END_TEST
 
+START_TEST(a_client_with_only_old_ciphers_fails_the_handshake)
+{
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s s_client -connect 127.0.0.1:%d -tls1_2 -cipher AES128-SHA </dev/null",
+             SP_OPENSSL, S.port);
+    ck_assert_int_ne(tls_run(cmd, out, sizeof out), 0);
+    ck_assert(tls_server_wait(&S, 1, 30000));
+    ck_assert_int_eq(tls_server_count(&S, TLS_HANDSHAKE), 1);
+}
+END_TEST
+
 /* Wait (bounded) for the server to end a raw connection: 0 (EOF) or
  * -errno (a reset). */
 static int until_closed(int fd)
@@ -255,7 +267,8 @@ int main(void)
     SP_TEST_CASE(s, "python", 120, start_ab, stop, python_handshake_and_echo,
                  python_alpn_picks_http11, python_sni_picks_the_certificate,
                  python_forced_versions_and_resumption);
-    SP_TEST_CASE(s, "s_client", 120, start_ab, stop, openssl_s_client_versions_alpn_servername);
+    SP_TEST_CASE(s, "s_client", 120, start_ab, stop, openssl_s_client_versions_alpn_servername,
+                 a_client_with_only_old_ciphers_fails_the_handshake);
     SP_TEST_CASE(s, "stall", 120, NULL, NULL, a_stalled_handshake_is_dropped_while_others_are_served);
     SP_TEST_CASE(s, "hostile", 180, start_ab, stop, garbage_instead_of_a_client_hello_is_closed,
                  a_thousand_clients_leaving_mid_handshake_leak_nothing);
