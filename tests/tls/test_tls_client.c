@@ -4,6 +4,7 @@
  * in a fiber; config errors; reload under a live connection. */
 #include <check.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,40 +175,82 @@ END_TEST
 
 typedef struct fiber_job {
     sp_tls_config_t *cfg;
-    int fd;
-    int rc;
-    char got[64];
+    int rounds;        /* connections each fiber makes */
+    atomic_int failed;
     tls_server_t done; /* only its lock, cond and finished */
 } fiber_job_t;
 
+/* Connect, handshake, one echo, close: `rounds` times. */
 static void fiber_client(void *arg)
 {
     fiber_job_t *j = arg;
-    sp_tls_conn_t *c;
-    j->rc = sp_tls_connect(j->cfg, j->fd, "a.test", 0, &c);
-    if (j->rc == 0) {
-        ssize_t n = sp_tls_write(c, "from a fiber", 12, 10000000);
-        n = n == 12 ? sp_tls_read(c, j->got, sizeof j->got - 1, 10000000) : n;
-        j->rc = n == 12 ? 0 : (int)n;
-        sp_tls_free(c);
+    for (int i = 0; i < j->rounds; i++) {
+        int fd = sp_connect(&S.addr, 10000000);
+        sp_tls_conn_t *c;
+        int rc = fd < 0 ? fd : sp_tls_connect(j->cfg, fd, "a.test", 0, &c);
+        if (rc == 0) {
+            char got[16];
+            ssize_t n = sp_tls_write(c, "from a fiber", 12, 10000000);
+            n = n == 12 ? sp_tls_read(c, got, sizeof got, 10000000) : n;
+            rc = n == 12 && memcmp(got, "from a fiber", 12) == 0 ? 0 : -EIO;
+            sp_tls_free(c);
+        }
+        if (fd >= 0)
+            sp_io_close(fd);
+        if (rc)
+            atomic_fetch_add(&j->failed, 1);
     }
     pthread_mutex_lock(&j->done.lock);
-    j->done.finished = 1;
+    j->done.finished++;
     pthread_cond_broadcast(&j->done.cond);
     pthread_mutex_unlock(&j->done.lock);
 }
 
+static void fibers_start(fiber_job_t *j, int fibers, int rounds)
+{
+    *j = (fiber_job_t){.cfg = client_with("ca1.pem", false), .rounds = rounds};
+    pthread_mutex_init(&j->done.lock, NULL);
+    pthread_cond_init(&j->done.cond, NULL);
+    for (int i = 0; i < fibers; i++)
+        ck_assert_int_eq(sp_schedule(sp_iomanager_scheduler(S.io), fiber_client, j, i % 2), 0);
+}
+
 START_TEST(a_fiber_connects_to_the_server_on_its_own_workers)
 {
-    fiber_job_t j = {.cfg = client_with("ca1.pem", false), .fd = tls_tcp_client(&S), .rc = 1};
-    pthread_mutex_init(&j.done.lock, NULL);
-    pthread_cond_init(&j.done.cond, NULL);
-    ck_assert_int_eq(sp_schedule(sp_iomanager_scheduler(S.io), fiber_client, &j, 0), 0);
+    fiber_job_t j;
+    fibers_start(&j, 1, 1);
     ck_assert(tls_server_wait(&j.done, 1, 30000));
-    ck_assert_int_eq(j.rc, 0);
-    ck_assert_str_eq(j.got, "from a fiber");
-    close(j.fd);
+    ck_assert_int_eq(atomic_load(&j.failed), 0);
     sp_tls_config_free(j.cfg);
+}
+END_TEST
+
+enum { RELOAD_FIBERS = 8, RELOAD_ROUNDS = 20 };
+
+START_TEST(reloads_while_fibers_handshake)
+{
+    fiber_job_t j;
+    fibers_start(&j, RELOAD_FIBERS, RELOAD_ROUNDS);
+    int reloads = 0;
+    while (!tls_server_wait(&j.done, RELOAD_FIBERS, 0)) {
+        ck_assert_int_eq(sp_tls_config_reload(S.cfg), 0);
+        reloads++;
+    }
+    ck_assert_int_gt(reloads, 0);
+    ck_assert_int_eq(atomic_load(&j.failed), 0);
+    sp_tls_config_free(j.cfg);
+}
+END_TEST
+
+START_TEST(a_connection_outlives_its_config)
+{
+    sp_tls_config_t *cfg = client_with("ca1.pem", false);
+    int fd;
+    sp_tls_conn_t *c;
+    ck_assert_int_eq(dial(cfg, "a.test", &fd, &c), 0);
+    sp_tls_config_free(cfg);
+    echo(c, "config gone, connection fine");
+    hang_up(c, fd);
 }
 END_TEST
 
@@ -338,7 +381,8 @@ int main(void)
     Suite *s = suite_create("tls_client");
     SP_TEST_CASE(s, "verify", 60, start_a, stop, connect_verifies_with_the_ca_file,
                  a_wrong_host_name_is_refused, a_read_times_out,
-                 a_fiber_connects_to_the_server_on_its_own_workers);
+                 a_fiber_connects_to_the_server_on_its_own_workers,
+                 reloads_while_fibers_handshake, a_connection_outlives_its_config);
     SP_TEST_CASE(s, "untrusted", 60, start_a_ca2, stop,
                  an_untrusted_certificate_is_refused_unless_insecure);
     SP_TEST_CASE(s, "config", 60, NULL, NULL, config_errors_are_reported,
