@@ -16,13 +16,13 @@ cd "$(dirname "$0")/.."
 # Layer levels, bottom up. Folders on one level may not include each other.
 declare -A level=(
   [base]=0 [fiber]=1 [metrics]=1 [config]=2 [log]=3 [sched]=4 [io]=5
-  [net]=6 [sync]=6 [hooks]=6 [http]=7 [daemon]=8
+  [net]=6 [tls]=6 [sync]=6 [hooks]=6 [http]=7 [daemon]=8
 )
 # The layer each public header belongs to.
 declare -A public=(
   [version.h]=base [error.h]=base [spindle.h]=daemon [fiber.h]=fiber [metrics.h]=metrics [config.h]=config [log.h]=log [scheduler.h]=sched [task.h]=sched [debug.h]=sched
   [iomanager.h]=io [timer.h]=io [hook.h]=io
-  [net.h]=net [buffer.h]=net [tcp_server.h]=net
+  [net.h]=net [buffer.h]=net [tcp_server.h]=net [tls.h]=tls
   [sync.h]=sync [group.h]=sync [http.h]=http [daemon.h]=daemon
 )
 MAX_LINES=600

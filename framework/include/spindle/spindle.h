@@ -18,6 +18,7 @@
 #include "spindle/net.h"
 #include "spindle/buffer.h"
 #include "spindle/tcp_server.h"
+#include "spindle/tls.h"
 #include "spindle/sync.h"
 #include "spindle/group.h"
 #include "spindle/http.h"
