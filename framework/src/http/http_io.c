@@ -6,7 +6,6 @@
  * flavour of the library, and because sendfile(2) is not hooked at all.
  * MSG_NOSIGNAL: a client that went away gives EPIPE, never SIGPIPE. */
 #include <errno.h>
-#include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
@@ -38,20 +37,10 @@ int64_t sp__http_cut_us(int64_t us, uint64_t until_ns)
 }
 
 /* sp_io_wait in a fiber; poll(2) on a plain thread (the client may be
- * used from one), where sp_io_wait says -EPERM. */
+ * used from one). */
 int sp__http_wait(int fd, int event, int64_t timeout_us)
 {
-    if (event != SP_IO_READ && event != SP_IO_WRITE)
-        return -EINVAL;
-    int rc = sp__io_wait_fd(sp__fd_ctx(fd), fd, event, timeout_us);
-    if (rc != -EPERM)
-        return rc;
-    struct pollfd p = {fd, (short)(event == SP_IO_READ ? POLLIN : POLLOUT), 0};
-    int ms = timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000);
-    do
-        rc = poll(&p, 1, ms);
-    while (rc < 0 && errno == EINTR);
-    return rc > 0 ? 0 : rc == 0 ? -ETIMEDOUT : -errno;
+    return sp__io_wait_or_poll(fd, event, timeout_us);
 }
 
 static int wait_writable(const sp__http_out_t *o)
