@@ -174,10 +174,9 @@ START_TEST(sigquit_to_supervisor_dumps_to_log)
     snprintf(want, sizeof want, "LOG WARN spindle.fibers: spindle fiber dump: pid %ld,",
              p.worker);
     ck_assert_msg(strstr(err, want), "no dump heading in:\n%s", err);
-    /* A record per group after the heading's: the listeners' fibers. */
-    const char *group = strstr(strstr(err, want) + 1, "LOG WARN spindle.fibers: ");
-    ck_assert_msg(group && strstr(group, " fiber"), "no group record in:\n%s", err);
-    ck_assert_ptr_nonnull(strstr(err, "end of fiber dump"));
+    /* How many fibers an idle daemon has parked varies (none, at times);
+     * that each group is a record is test_dump's. */
+    ck_assert_ptr_nonnull(strstr(strstr(err, want), "end of fiber dump"));
     char buf[4096];
     ck_assert_int_eq(get(p.http_port, "/plaintext", buf, sizeof buf, now_ms() + 10000), 200);
     ck_assert_int_eq(kill((pid_t)p.worker, 0), 0); /* the same worker serves */
