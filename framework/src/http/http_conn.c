@@ -307,6 +307,24 @@ ssize_t sp_http_body_read(sp_http_request_t *req, void *buf, size_t cap)
     }
 }
 
+int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
+                       sp_buf_t *rest)
+{
+    sp__http_conn_t *c = conn_of(req);
+    c->res.status = 101;
+    c->res.detached = c->res.close = true;
+    size_t n = sp__buf_len(&c->in);
+    int rc = n ? sp__buf_append(rest, sp__buf_data(&c->in), n) : 0;
+    sp_buf_clear(&c->in);
+    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
+    rc = rc < 0 ? rc : sp__buf_append(&c->out.buf, head, len);
+    rc = rc < 0 ? rc : sp__http_out_flush(&c->out, NULL, 0);
+    /* The new protocol may hold the connection for long: the thread's
+     * output scratch goes back now. */
+    sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
+    return rc < 0 ? rc : c->fd;
+}
+
 /* ---- answering ---------------------------------------------------------------- */
 
 static bool log_escaped(unsigned char ch)
