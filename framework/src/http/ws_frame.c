@@ -204,6 +204,8 @@ static long head_len(const uint8_t *p, size_t n, size_t *head, uint64_t *len)
 long sp__ws_rx_feed(sp__ws_rx_t *rx, const uint8_t *p, size_t n, int *event)
 {
     *event = SP__WS_NONE;
+    if (n == 0)
+        return 0;
     if (rx->left)
         return take_payload(rx, p, n, event);
     if (n < 2)
