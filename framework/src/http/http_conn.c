@@ -111,17 +111,10 @@ uint64_t sp__http_count_idle(sp_http_server_t *srv)
 
 static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
 {
-    if (c->deadline)
-        sp__http_deadline_set(c->deadline, deadline);
-    ssize_t n = sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size,
-                                   c->deadline ? 0 : deadline, &c->drained);
+    ssize_t n = sp__http_read_by(c->deadline, c->fd, &c->in, &c->in_borrowed, size,
+                                 deadline, &c->drained);
     if (n > 0)
         sp__http_count(c->srv, SP__HS_BYTES_IN, (uint64_t)n);
-    if (!c->deadline)
-        return n;
-    sp__http_deadline_clear(c->deadline);
-    if (n == -ECANCELED && sp__http_deadline_expired(c->deadline))
-        return -ETIMEDOUT;
     return n;
 }
 

@@ -214,6 +214,11 @@ void sp__http_deadline_clear(sp__http_deadline_t *d);
  * did the deadline cancel it? */
 bool sp__http_deadline_expired(const sp__http_deadline_t *d);
 void sp__http_deadline_free(sp__http_deadline_t *d);
+/* sp__http_read (or, with `borrowed`, sp__http_read_lent) ending by
+ * deadline (0: none), enforced by d's timer; d NULL: by each wait's own
+ * timeout. -ETIMEDOUT at the deadline. */
+ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_buf_t *in, bool *borrowed,
+                         size_t size, uint64_t deadline, bool *drained);
 
 /* ---- responses: http_response.c ------------------------------------------ */
 

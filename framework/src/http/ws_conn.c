@@ -20,6 +20,8 @@
 #include "ws_internal.h"
 
 enum { READ_SIZE = 16384, DRAIN_BYTES = 1 << 20 };
+/* Server frames up to this size are copied to go out in one piece. */
+enum { SMALL_FRAME = 4096 };
 
 static int64_t pick(int64_t v, int64_t def)
 {
@@ -54,11 +56,14 @@ void sp__ws_init(sp_ws_t *ws, int fd, bool client, const sp_ws_opts_t *opts,
     ws->out = (sp__http_out_t){.fd = fd, .buf = SP_BUF_INIT,
                                .timeout_us = ws->opts.send_timeout_us};
     ws->keys_used = sizeof ws->keys;
+    /* One timer for all the reads' deadlines, not one per wait. */
+    ws->deadline = sp__http_deadline_new(fd);
     touch(ws);
 }
 
 void sp__ws_release(sp_ws_t *ws)
 {
+    sp__http_deadline_free(ws->deadline);
     sp__ws_rx_free(&ws->rx);
     sp_buf_free(&ws->in);
     sp_buf_free(&ws->out.buf);
@@ -89,9 +94,17 @@ static int send_frame(sp_ws_t *ws, int op, const void *data, size_t len)
 {
     uint8_t head[SP__WS_HEAD_MAX];
     int rc;
-    if (!ws->client) {
+    if (!ws->client && len > SMALL_FRAME) {
         struct iovec v[2] = {{head, sp__ws_head(head, op, len, NULL)}, {(void *)data, len}};
         rc = sp__http_out_flush(&ws->out, v, 2);
+    } else if (!ws->client) {
+        /* Copied next to its header: one send() costs less than a sendmsg
+         * of two pieces. */
+        size_t h = sp__ws_head(head, op, len, NULL);
+        rc = sp__buf_append(&ws->out.buf, head, h) < 0 ||
+                     (len && sp__buf_append(&ws->out.buf, data, len) < 0)
+                 ? -ENOMEM
+                 : sp__http_out_flush(&ws->out, NULL, 0);
     } else {
         uint8_t key[4];
         if ((rc = next_key(ws, key)) < 0)
@@ -130,7 +143,8 @@ static void drain(sp_ws_t *ws)
     uint64_t until = sp__http_deadline(ws->opts.close_timeout_us);
     for (size_t dropped = 0; dropped < DRAIN_BYTES;) {
         sp_buf_clear(&ws->in);
-        ssize_t n = sp__http_read(ws->fd, &ws->in, READ_SIZE, until, &ws->drained);
+        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, NULL, READ_SIZE, until,
+                                     &ws->drained);
         if (n <= 0)
             break;
         dropped += (size_t)n;
@@ -215,7 +229,8 @@ static int pump(sp_ws_t *ws, sp_ws_msg_t *msg, uint64_t until)
         }
         uint64_t idle = ws->idle_deadline;
         uint64_t at = idle && (!until || idle < until) ? idle : until;
-        ssize_t n = sp__http_read(ws->fd, &ws->in, READ_SIZE, at, &ws->drained);
+        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, NULL, READ_SIZE, at,
+                                     &ws->drained);
         if (n > 0) {
             touch(ws);
             continue;

@@ -92,6 +92,7 @@ struct sp_ws {
     sp__ws_rx_t rx;
     sp_buf_t in;
     bool drained;
+    sp__http_deadline_t *deadline; /* the reads' timer; NULL: each wait its own */
     sp__http_out_t out;
     uint64_t pongs;
     uint64_t idle_deadline; /* sp_now_ns clock; 0: none */
