@@ -17,16 +17,24 @@ conns=${1:-100}
 rounds=${2:-5}
 tick_ns=$((1000000000 / $(getconf CLK_TCK)))
 
-# run NAME PORT SERVER... : prints "RATE CPU_NS_PER_MSG"
+# run NAME SERVER... : prints "RATE CPU_NS_PER_MSG"; %PORT% in SERVER is a
+# random port (another is tried when the server does not come up on it).
 run() {
-  local name=$1 port=$2
-  shift 2
-  taskset -c 0 "$@" >/dev/null 2>&1 &
-  local pid=$! ws=()
-  for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.1
+  local name=$1 port pid= ws=()
+  shift
+  for attempt in 1 2 3; do
+    port=$((20000 + RANDOM % 20000))
+    taskset -c 0 "${@//%PORT%/$port}" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && break
+    wait "$pid" 2>/dev/null
+    pid=
   done
+  [[ $pid ]] || { echo "ws_echo.sh: $name did not start" >&2; exit 1; }
   [[ $name == ws ]] && ws=(--ws /ws)
   read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   local out
@@ -38,17 +46,17 @@ run() {
   local n rate
   n=$(awk '$1 == "messages" {print $2}' <<<"$out")
   rate=$(awk '$1 == "messages/s" {print $2}' <<<"$out")
-  echo "$rate $(( (u1 - u0 + s1 - s0) * tick_ns / (n > 0 ? n : 1) ))"
+  [[ $n && $n -gt 0 ]] || { echo "ws_echo.sh: no messages through $name" >&2; exit 1; }
+  echo "$rate $(( (u1 - u0 + s1 - s0) * tick_ns / n ))"
 }
 
 echo "# loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 for round in $(seq "$rounds"); do
-  port=$((20000 + RANDOM % 20000))
-  read -r prate pcpu < <(run plain "$port" "$bin/spindle-echo" --listen "127.0.0.1:$port" --workers 1)
-  port=$((port + 1))
-  read -r wrate wcpu < <(run ws "$port" "$bin/spindle-httpd" --listen "127.0.0.1:$port" \
+  read -r prate pcpu < <(run plain "$bin/spindle-echo" --listen "127.0.0.1:%PORT%" --workers 1)
+  read -r wrate wcpu < <(run ws "$bin/spindle-httpd" --listen "127.0.0.1:%PORT%" \
     --workers 1 --ws-echo /ws)
+  [[ $prate && $wrate ]] || exit 1
   r=$(awk -v a="$wrate" -v b="$prate" -v c="$wcpu" -v d="$pcpu" \
     'BEGIN {printf "%.3f %.3f", a / b, (d > 0 ? c / d : 0)}')
   echo "round $round: plain $prate msgs/s ${pcpu} ns/msg, ws $wrate msgs/s ${wcpu} ns/msg, ratio rate/cpu $r"

@@ -109,10 +109,21 @@ static void against_python(void *arg)
     sp_ws_free(ws);
 }
 
+/* On the test's own thread: the waits block it (poll) instead of parking. */
+static void on_plain_thread(void)
+{
+    sp_ws_t *ws;
+    ck_assert_int_eq(sp_ws_connect(ws_url(peer_port, "/"), NULL, &ws), 0);
+    round_trip(ws, SP_WS_TEXT, "from a thread", 13);
+    ck_assert_int_eq(sp_ws_close(ws, 1000, NULL), 0);
+    sp_ws_free(ws);
+}
+
 START_TEST(ws_client_against_python_server)
 {
     python_server_start();
     run_fibers(against_python, 1);
+    on_plain_thread();
     python_server_stop();
 }
 END_TEST

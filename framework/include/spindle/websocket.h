@@ -10,7 +10,9 @@
  * request body), 426 with "Upgrade: websocket" (no Upgrade: websocket) or
  * with "Sec-WebSocket-Version: 13" (another version), 405 (not GET).
  *
- * Client: sp_ws_connect("ws://host:port/path", opts, &ws) from a fiber.
+ * Client: sp_ws_connect("ws://host:port/path", opts, &ws). In an
+ * IOManager fiber every wait parks the fiber; on a plain thread it blocks
+ * the thread (poll).
  *
  * sp_ws_recv returns whole messages (continuation frames joined) and
  * handles control frames itself: a ping is answered with a pong, a pong
@@ -110,7 +112,7 @@ sp_http_request_t *sp_ws_request(sp_ws_t *ws);
 /* ---- client ------------------------------------------------------------- */
 
 /* Connect to "ws://host[:port]/path?query" and do the handshake (a random
- * key, its Sec-WebSocket-Accept checked). In a fiber. opts may be NULL.
+ * key, its Sec-WebSocket-Accept checked). opts may be NULL.
  * 0 and *out (sp_ws_free it), or -errno: -EINVAL (bad URL or header),
  * -EPROTONOSUPPORT (not ws://; wss:// is not supported), -ENOENT,
  * -ECONNREFUSED, -ETIMEDOUT, -EPROTO (not a valid 101 answer),

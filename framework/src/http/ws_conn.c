@@ -117,6 +117,7 @@ static int send_frame(sp_ws_t *ws, int op, const void *data, size_t len)
         }
         sp__ws_mask((uint8_t *)sp__buf_data(&ws->out.buf) + h, len, key, 0);
         rc = sp__http_out_flush(&ws->out, NULL, 0);
+        sp__ws_buf_trim(&ws->out.buf);
     }
     if (rc < 0)
         ws->closed = true;

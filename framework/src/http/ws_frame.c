@@ -100,6 +100,14 @@ size_t sp__ws_head(uint8_t out[SP__WS_HEAD_MAX], int opcode, uint64_t len,
     return n;
 }
 
+void sp__ws_buf_trim(sp_buf_t *b)
+{
+    if (b->cap > SP__WS_KEEP)
+        sp_buf_free(b);
+    else
+        sp_buf_clear(b);
+}
+
 bool sp__ws_code_ok(int code)
 {
     return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
@@ -135,7 +143,7 @@ void sp__ws_rx_free(sp__ws_rx_t *rx)
 
 void sp__ws_rx_next(sp__ws_rx_t *rx)
 {
-    sp_buf_clear(&rx->msg);
+    sp__ws_buf_trim(&rx->msg);
     rx->msg_type = 0;
 }
 

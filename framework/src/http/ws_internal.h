@@ -77,6 +77,10 @@ enum { SP__WS_HEAD_MAX = 14 };
  * given: its length. */
 size_t sp__ws_head(uint8_t out[SP__WS_HEAD_MAX], int opcode, uint64_t len,
                    const uint8_t *mask);
+/* Empty b; past SP__WS_KEEP bytes of room its memory goes too, so a
+ * connection idle after one big message does not keep its size. */
+enum { SP__WS_KEEP = 64 * 1024 };
+void sp__ws_buf_trim(sp_buf_t *b);
 /* XOR p with mask, starting at offset `at` of the payload. */
 void sp__ws_mask(uint8_t *p, size_t n, const uint8_t mask[4], size_t at);
 
