@@ -46,8 +46,10 @@ static void round_trip(sp_ws_t *ws, sp_ws_type_t type, const void *p, size_t n)
 static pid_t peer_pid;
 static int peer_stdin, peer_port;
 
-/* ws_peer.py server: its port from its first line. */
-static void python_server_start(void)
+static FILE *peer_out;
+
+/* ws_peer.py MODE (server, masked): its port from its first line. */
+static void python_server_start(const char *mode)
 {
     int in[2], out[2];
     ck_assert_int_eq(pipe(in), 0);
@@ -59,19 +61,19 @@ static void python_server_start(void)
         dup2(out[1], 1);
         close(in[1]);
         close(out[0]);
-        execl(WS_PYTHON, WS_PYTHON, WS_TEST_DIR "/ws_peer.py", "server", (char *)NULL);
+        execl(WS_PYTHON, WS_PYTHON, WS_TEST_DIR "/ws_peer.py", mode, (char *)NULL);
         _exit(127);
     }
     close(in[0]);
     close(out[1]);
     peer_stdin = in[1];
-    FILE *f = fdopen(out[0], "r");
-    ck_assert_int_eq(fscanf(f, "%d", &peer_port), 1); /* bounded by ws_peer.py's start */
-    fclose(f);
+    peer_out = fdopen(out[0], "r");
+    ck_assert_int_eq(fscanf(peer_out, "%d", &peer_port), 1); /* bounded by its start */
 }
 
 static void python_server_stop(void)
 {
+    fclose(peer_out);
     close(peer_stdin);
     int status;
     ck_assert_int_eq(waitpid(peer_pid, &status, 0), peer_pid);
@@ -121,9 +123,25 @@ static void on_plain_thread(void)
 
 START_TEST(ws_client_against_python_server)
 {
-    python_server_start();
+    python_server_start("server");
     run_fibers(against_python, 1);
     on_plain_thread();
+    python_server_stop();
+}
+END_TEST
+
+/* A server's frame must not be masked: the client closes with 1002. */
+START_TEST(ws_client_refuses_masked_server_frames)
+{
+    python_server_start("masked");
+    sp_ws_t *ws;
+    ck_assert_int_eq(sp_ws_connect(ws_url(peer_port, "/"), NULL, &ws), 0);
+    sp_ws_msg_t m;
+    ck_assert_int_eq(sp_ws_recv(ws, &m, 10000000), -EPROTO);
+    sp_ws_free(ws);
+    int code = 0;
+    ck_assert_int_eq(fscanf(peer_out, "%d", &code), 1);
+    ck_assert_int_eq(code, 1002);
     python_server_stop();
 }
 END_TEST
@@ -196,7 +214,8 @@ END_TEST
 int main(void)
 {
     Suite *s = http_suite("ws_client");
-    ADD_CASE(s, "python", NULL, NULL, ws_client_against_python_server);
+    ADD_CASE(s, "python", NULL, NULL, ws_client_against_python_server,
+             ws_client_refuses_masked_server_frames);
     ADD_CASE(s, "spindle", ws_setup, server_stop, ws_client_against_spindle_server);
     return sp_test_run(s);
 }

@@ -284,6 +284,41 @@ START_TEST(ws_idle_timeout_closes_with_1001)
 }
 END_TEST
 
+/* Frames sent with the upgrade request, in the same write, are not lost. */
+START_TEST(ws_frames_right_after_the_request)
+{
+    client_t *c = client_open(&S.addr);
+    static const char req[] = UPGRADE("/ws", KEY V13) "\x81\x82\0\0\0\0hi";
+    ck_assert_int_eq(sp_write_full(c->fd, req, sizeof req - 1), (ssize_t)sizeof req - 1);
+    char line[256];
+    ck_assert_int_eq(take_line(c, line, sizeof line), 0);
+    ck_assert_str_eq(line, "HTTP/1.1 101 Switching Protocols");
+    while (take_line(c, line, sizeof line) == 0 && line[0])
+        ;
+    expect_frame(c, FIN | TEXT, "hi", 2);
+    put_frame(c, FIN | CLOSE, "", 0, false);
+    expect_frame(c, FIN | CLOSE, "", 0);
+    assert_closed(c);
+    client_close(c);
+    expect_report(-ENOTCONN, SP_WS_NO_STATUS);
+}
+END_TEST
+
+/* A WebSocket is a request in progress: stop gives it drain_us, then shuts
+ * its socket down, and the endpoint returns. */
+START_TEST(ws_stop_ends_open_connections_after_the_drain)
+{
+    client_t *c = ws_open("/ws");
+    put_frame(c, FIN | TEXT, "up", 2, false);
+    expect_frame(c, FIN | TEXT, "up", 2);
+    ck_assert_int_eq(sp_http_server_stop(S.http, 100000), 0);
+    expect_report(-ECONNRESET, 0);
+    assert_closed(c);
+    client_close(c);
+    server_free();
+}
+END_TEST
+
 START_TEST(ws_python_client_echo)
 {
     char cmd[512];
@@ -301,6 +336,8 @@ int main(void)
              ws_echo_fragments_ping_and_close, ws_server_closes_first,
              ws_violations_get_their_close_code, ws_violations_across_frames,
              ws_ping_flood_answered_in_order, ws_client_gone_mid_frame,
-             ws_idle_timeout_closes_with_1001, ws_python_client_echo);
+             ws_idle_timeout_closes_with_1001, ws_frames_right_after_the_request,
+             ws_python_client_echo);
+    ADD_CASE(s, "stop", ws_setup, NULL, ws_stop_ends_open_connections_after_the_drain);
     return sp_test_run(s);
 }

@@ -84,7 +84,7 @@ typedef struct sp_ws_opts {
 #define SP_WS_DEFAULT_CONNECT_TIMEOUT_US 10000000LL
 
 /* A received message: data is owned by the ws, valid until the next call
- * on it (text is not NUL-terminated). */
+ * on it, never NULL (text is not NUL-terminated). */
 typedef struct sp_ws_msg {
     sp_ws_type_t type;
     const void *data;

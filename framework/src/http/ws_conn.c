@@ -111,7 +111,7 @@ static int send_frame(sp_ws_t *ws, int op, const void *data, size_t len)
             return rc;
         size_t h = sp__ws_head(head, op, len, key);
         if (sp__buf_append(&ws->out.buf, head, h) < 0 ||
-            sp__buf_append(&ws->out.buf, data, len) < 0) {
+            (len && sp__buf_append(&ws->out.buf, data, len) < 0)) {
             sp_buf_clear(&ws->out.buf);
             return -ENOMEM;
         }
@@ -130,7 +130,8 @@ static int send_close(sp_ws_t *ws, int code, const char *reason, size_t len)
     size_t n = 0;
     if (code) {
         p[0] = (uint8_t)(code >> 8), p[1] = (uint8_t)code;
-        memcpy(p + 2, reason, len);
+        if (len)
+            memcpy(p + 2, reason, len);
         n = 2 + len;
     }
     ws->close_sent = true;
@@ -193,7 +194,9 @@ static int on_event(sp_ws_t *ws, int event, sp_ws_msg_t *msg)
 {
     switch (event) {
     case SP__WS_MESSAGE:
-        *msg = (sp_ws_msg_t){(sp_ws_type_t)ws->rx.msg_type, sp__buf_data(&ws->rx.msg),
+        /* An empty message's data is "", never NULL. */
+        *msg = (sp_ws_msg_t){(sp_ws_type_t)ws->rx.msg_type,
+                             sp__buf_len(&ws->rx.msg) ? sp__buf_data(&ws->rx.msg) : "",
                              sp__buf_len(&ws->rx.msg)};
         return 0;
     case SP__WS_PING:
