@@ -133,6 +133,8 @@ void sp_ws_free(sp_ws_t *ws);
  *   -EPROTO, -EILSEQ, -EMSGSIZE  the peer broke the protocol, sent bad
  *               UTF-8, or a message too big: closed with 1002, 1007, 1009;
  *   -ETIMEDOUT  the idle timeout passed: closed with 1001;
+ *   -ESHUTDOWN  the server is stopping (sp_http_server_stop): closed with
+ *               1001 at once, not at the end of the stop's drain;
  *   -ECONNRESET the peer went away without a close (or mid-frame). */
 int sp_ws_recv(sp_ws_t *ws, sp_ws_msg_t *msg, int64_t timeout_us);
 /* One message in one frame. Text must be UTF-8 (-EILSEQ). 0 or -errno:

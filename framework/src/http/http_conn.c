@@ -39,6 +39,7 @@ struct sp__http_conn {
     sp_http_server_t *srv;
     int fd;
     _Atomic bool idle; /* waiting for a next request with nothing read */
+    _Atomic bool upgraded; /* another protocol's now (sp__http_take_over) */
     bool drained;      /* the last read emptied the socket */
     bool in_borrowed;  /* `in` is the thread's input scratch */
     /* The same for the request's text and header table and the response's
@@ -84,7 +85,10 @@ static void unlink_conn(sp__http_conn_t *c)
 
 /* stop(): `stopping` is set before this runs, and a connection sets `idle`
  * before it reads `stopping`, so each idle connection is either shut down
- * here (its wait ends with EOF) or sees `stopping` itself. The lock keeps
+ * here (its wait ends with EOF) or sees `stopping` itself. The same holds
+ * for `upgraded`: an upgraded connection's reads end at once here (their
+ * writes still work, so a WebSocket can send its close), or it sees
+ * `stopping` before its next read. The lock keeps
  * the fd open: a connection unlinks itself before its fd is closed. */
 void sp__http_close_idle(sp_http_server_t *srv)
 {
@@ -93,6 +97,8 @@ void sp__http_close_idle(sp_http_server_t *srv)
         sp__http_conn_t *c = sp__list_entry(l, sp__http_conn_t, link);
         if (atomic_load(&c->idle))
             shutdown(c->fd, SHUT_RDWR);
+        else if (atomic_load(&c->upgraded))
+            shutdown(c->fd, SHUT_RD); /* its reader wakes and says goodbye */
     }
     pthread_mutex_unlock(&srv->lock);
 }
@@ -306,6 +312,7 @@ int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
     sp__http_conn_t *c = conn_of(req);
     c->res.status = 101;
     c->res.detached = c->res.close = true;
+    atomic_store(&c->upgraded, true);
     size_t n = sp__buf_len(&c->in);
     int rc = n ? sp__buf_append(rest, sp__buf_data(&c->in), n) : 0;
     sp_buf_clear(&c->in);

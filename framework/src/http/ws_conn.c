@@ -11,6 +11,7 @@
  * unread bytes would make the kernel send a reset, which can destroy the
  * close frame before the peer reads it. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -172,6 +173,19 @@ static int fail(sp_ws_t *ws, int code)
     }
 }
 
+/* The server's stop began: the peer hears 1001 before the connection
+ * ends, rather than waiting for the stop's drain to cut it. */
+static bool stopping(const sp_ws_t *ws)
+{
+    return ws->stopping && atomic_load(ws->stopping);
+}
+
+static int going_away(sp_ws_t *ws)
+{
+    fail(ws, SP_WS_GOING_AWAY);
+    return -ESHUTDOWN;
+}
+
 /* The peer's close: checked, noted, answered with its code unless we
  * closed first. */
 static int on_close(sp_ws_t *ws)
@@ -231,6 +245,8 @@ static int pump(sp_ws_t *ws, sp_ws_msg_t *msg, uint64_t until)
             if (rc <= 0)
                 return rc;
         }
+        if (stopping(ws))
+            return going_away(ws);
         uint64_t idle = ws->idle_deadline;
         uint64_t at = idle && (!until || idle < until) ? idle : until;
         ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, NULL, READ_SIZE, at,
@@ -241,6 +257,8 @@ static int pump(sp_ws_t *ws, sp_ws_msg_t *msg, uint64_t until)
         }
         if (n == -ETIMEDOUT)
             return at == until ? -EAGAIN : fail(ws, SP_WS_GOING_AWAY);
+        if (stopping(ws)) /* the stop ended the read (http_conn.c) */
+            return going_away(ws);
         ws->closed = true;
         return -ECONNRESET;
     }

@@ -101,6 +101,7 @@ struct sp_ws {
     uint64_t pongs;
     uint64_t idle_deadline; /* sp_now_ns clock; 0: none */
     sp_http_request_t *req; /* server: the upgrade request */
+    const _Atomic bool *stopping; /* server: its stop began; NULL: client */
     uint8_t keys[256];      /* client: random bytes for masking keys */
     size_t keys_used;
 };

@@ -68,6 +68,7 @@ int sp_ws_serve(sp_http_request_t *req, sp_http_response_t *res,
     sp_ws_t ws;
     sp__ws_init(&ws, fd, false, opts, &rest);
     ws.req = req;
+    ws.stopping = res->stopping;
     fn(&ws, arg);
     if (!ws.closed)
         sp_ws_close(&ws, SP_WS_NORMAL, NULL);
