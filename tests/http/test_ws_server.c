@@ -177,6 +177,12 @@ START_TEST(ws_server_closes_first)
     assert_closed(c);
     client_close(c);
     expect_report(0, 4000);
+    /* The upgrade is one answer (1xx), counted once. */
+    sp_http_server_stats_t st;
+    sp_http_server_stats(S.http, &st);
+    ck_assert_uint_eq(st.status[0], 1);
+    ck_assert_uint_eq(st.requests, 1);
+    ck_assert_uint_eq(st.handler_errors, 0);
 }
 END_TEST
 

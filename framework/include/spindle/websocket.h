@@ -96,9 +96,10 @@ typedef struct sp_ws_msg {
 typedef void (*sp_ws_fn)(sp_ws_t *ws, void *arg);
 
 /* In a handler: answer the upgrade request with 101 and run fn(ws, arg)
- * (the connection closes afterwards), or answer a bad handshake (see the
- * top). opts may be NULL. 0, or -errno when the 101 could not be sent;
- * the handler returns it. */
+ * (the connection closes afterwards; the response can no longer be used,
+ * its calls give -EALREADY), or answer a bad handshake (see the top).
+ * opts may be NULL. The handler returns what this returns (0, or -ENOMEM
+ * from answering a bad handshake). */
 int sp_ws_serve(sp_http_request_t *req, sp_http_response_t *res,
                 const sp_ws_opts_t *opts, sp_ws_fn fn, void *arg);
 /* A GET route of kind SP_HTTP_EXACT whose requests go to sp_ws_serve

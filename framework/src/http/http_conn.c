@@ -306,25 +306,6 @@ ssize_t sp_http_body_read(sp_http_request_t *req, void *buf, size_t cap)
     }
 }
 
-int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
-                       sp_buf_t *rest)
-{
-    sp__http_conn_t *c = conn_of(req);
-    c->res.status = 101;
-    c->res.detached = c->res.close = true;
-    atomic_store(&c->upgraded, true);
-    size_t n = sp__buf_len(&c->in);
-    int rc = n ? sp__buf_append(rest, sp__buf_data(&c->in), n) : 0;
-    sp_buf_clear(&c->in);
-    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
-    rc = rc < 0 ? rc : sp__buf_append(&c->out.buf, head, len);
-    rc = rc < 0 ? rc : sp__http_out_flush(&c->out, NULL, 0);
-    /* The new protocol may hold the connection for long: the thread's
-     * output scratch goes back now. */
-    sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
-    return rc < 0 ? rc : c->fd;
-}
-
 /* ---- answering ---------------------------------------------------------------- */
 
 static bool log_escaped(unsigned char ch)
@@ -428,10 +409,35 @@ static void count_refusal(sp_http_server_t *srv, int status)
 /* Lay out the response, count and log it; false: close the connection. */
 static bool finish(sp__http_conn_t *c)
 {
+    if (c->res.detached) /* counted and logged at the upgrade */
+        return false;
     bool ok = sp__http_res_finish(&c->res);
     count_response(c);
     access_log(c);
     return ok && !c->res.close;
+}
+
+int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
+                       sp_buf_t *rest)
+{
+    sp__http_conn_t *c = conn_of(req);
+    c->res.status = 101;
+    /* Started: the handler can no longer answer on this connection. */
+    c->res.detached = c->res.close = c->res.started = true;
+    atomic_store(&c->upgraded, true);
+    size_t n = sp__buf_len(&c->in);
+    int rc = n ? sp__buf_append(rest, sp__buf_data(&c->in), n) : 0;
+    sp_buf_clear(&c->in);
+    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
+    rc = rc < 0 ? rc : sp__buf_append(&c->out.buf, head, len);
+    rc = rc < 0 ? rc : sp__http_out_flush(&c->out, NULL, 0);
+    /* The new protocol may hold the connection for long: the thread's
+     * output scratch goes back now, and the answer is counted and logged
+     * now (its latency is the upgrade's, not the whole session's). */
+    sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
+    count_response(c);
+    access_log(c);
+    return rc < 0 ? rc : c->fd;
 }
 
 static void prepare_response(sp__http_conn_t *c)
@@ -500,8 +506,10 @@ static bool handle(sp__http_conn_t *c)
          * bytes that went out. */
         if (c->res.started ||
             sp_http_response_error(&c->res, error_status(c), NULL, NULL) < 0) {
-            count_response(c);
-            access_log(c);
+            if (!c->res.detached) { /* an upgrade was counted already */
+                count_response(c);
+                access_log(c);
+            }
             forget_request(c);
             return false;
         }

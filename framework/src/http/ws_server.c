@@ -63,7 +63,7 @@ int sp_ws_serve(sp_http_request_t *req, sp_http_response_t *res,
     int fd = sp__http_take_over(req, head, (size_t)n, &rest);
     if (fd < 0) {
         sp_buf_free(&rest);
-        return fd;
+        return 0; /* the client is gone: the connection just closes */
     }
     sp_ws_t ws;
     sp__ws_init(&ws, fd, false, opts, &rest);
