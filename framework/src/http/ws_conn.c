@@ -9,7 +9,12 @@
  * that breaks the rules is sent its close code and then only drained (up
  * to close_timeout_us and 1 MiB) before the connection ends: closing with
  * unread bytes would make the kernel send a reset, which can destroy the
- * close frame before the peer reads it. */
+ * close frame before the peer reads it.
+ *
+ * Like the HTTP connections (http_scratch.c), a server's WebSocket reads
+ * into the thread's input scratch and lays small frames out in its output
+ * scratch, holding neither while it waits: with many connections each
+ * one's own buffers would have left the caches by its next message. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -66,6 +71,8 @@ void sp__ws_release(sp_ws_t *ws)
 {
     sp__http_deadline_free(ws->deadline);
     sp__ws_rx_free(&ws->rx);
+    sp_buf_clear(&ws->in);
+    sp__http_scratch_return(&ws->in, &ws->in_borrowed, SP__SCRATCH_IN);
     sp_buf_free(&ws->in);
     sp_buf_free(&ws->out.buf);
 }
@@ -99,13 +106,17 @@ static int send_frame(sp_ws_t *ws, int op, const void *data, size_t len)
         struct iovec v[2] = {{head, sp__ws_head(head, op, len, NULL)}, {(void *)data, len}};
         rc = sp__http_out_flush(&ws->out, v, 2);
     } else if (!ws->client) {
-        /* Copied next to its header: one send() costs less than a sendmsg
-         * of two pieces. */
+        /* Copied next to its header, in the thread's output scratch (as
+         * the HTTP connections' answers: it stays in the caches): one
+         * send() costs less than a sendmsg of two pieces. */
         size_t h = sp__ws_head(head, op, len, NULL);
+        sp__http_scratch_borrow(&ws->out.buf, &ws->out.borrowed, SP__SCRATCH_OUT);
         rc = sp__buf_append(&ws->out.buf, head, h) < 0 ||
                      (len && sp__buf_append(&ws->out.buf, data, len) < 0)
                  ? -ENOMEM
                  : sp__http_out_flush(&ws->out, NULL, 0);
+        sp_buf_clear(&ws->out.buf);
+        sp__http_scratch_return(&ws->out.buf, &ws->out.borrowed, SP__SCRATCH_OUT);
     } else {
         uint8_t key[4];
         if ((rc = next_key(ws, key)) < 0)
@@ -146,13 +157,14 @@ static void drain(sp_ws_t *ws)
     uint64_t until = sp__http_deadline(ws->opts.close_timeout_us);
     for (size_t dropped = 0; dropped < DRAIN_BYTES;) {
         sp_buf_clear(&ws->in);
-        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, NULL, READ_SIZE, until,
-                                     &ws->drained);
+        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, &ws->in_borrowed,
+                                     READ_SIZE, until, &ws->drained);
         if (n <= 0)
             break;
         dropped += (size_t)n;
     }
     sp_buf_clear(&ws->in);
+    sp__http_scratch_return(&ws->in, &ws->in_borrowed, SP__SCRATCH_IN);
 }
 
 /* End the connection with a close code of our own (a broken rule, the
@@ -241,6 +253,8 @@ static int pump(sp_ws_t *ws, sp_ws_msg_t *msg, uint64_t until)
             if (k == 0)
                 break;
             sp_buf_consume(&ws->in, (size_t)k);
+            /* Read to the end: the thread's input scratch goes back. */
+            sp__http_scratch_return(&ws->in, &ws->in_borrowed, SP__SCRATCH_IN);
             int rc = on_event(ws, event, msg);
             if (rc <= 0)
                 return rc;
@@ -249,8 +263,8 @@ static int pump(sp_ws_t *ws, sp_ws_msg_t *msg, uint64_t until)
             return going_away(ws);
         uint64_t idle = ws->idle_deadline;
         uint64_t at = idle && (!until || idle < until) ? idle : until;
-        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, NULL, READ_SIZE, at,
-                                     &ws->drained);
+        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, &ws->in_borrowed,
+                                     READ_SIZE, at, &ws->drained);
         if (n > 0) {
             touch(ws);
             continue;

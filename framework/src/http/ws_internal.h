@@ -95,6 +95,7 @@ struct sp_ws {
     sp_ws_opts_t opts;      /* defaults filled in */
     sp__ws_rx_t rx;
     sp_buf_t in;
+    bool in_borrowed;       /* `in` is the thread's input scratch */
     bool drained;
     sp__http_deadline_t *deadline; /* the reads' timer; NULL: each wait its own */
     sp__http_out_t out;
