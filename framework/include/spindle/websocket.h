@@ -26,7 +26,7 @@
  *   1007 a text message or a close reason that is not UTF-8 (checked
  *        as the bytes come, across fragments);
  *   1009 a message over max_message;
- *   1001 no frame at all for idle_timeout_us.
+ *   1001 not a byte from the peer for idle_timeout_us (a ping counts).
  * No extensions (permessage-deflate is declined) and no subprotocols.
  *
  * One fiber at a time may use a ws (recv answers pings with sends of its
@@ -69,7 +69,7 @@ enum {
 /* Zero-initialise; 0 means the default given, a negative timeout none. */
 typedef struct sp_ws_opts {
     size_t max_message;          /* a whole message; 1 MiB; over: 1009 */
-    int64_t idle_timeout_us;     /* no frame from the peer; 60 s; close 1001 */
+    int64_t idle_timeout_us;     /* nothing from the peer; 60 s; close 1001 */
     int64_t send_timeout_us;     /* each wait for the peer to take bytes; 30 s */
     int64_t close_timeout_us;    /* wait for the peer's close answer; 2 s */
     int64_t connect_timeout_us;  /* client: the connect and the handshake; 10 s */
