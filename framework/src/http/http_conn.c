@@ -85,11 +85,10 @@ static void unlink_conn(sp__http_conn_t *c)
 
 /* stop(): `stopping` is set before this runs, and a connection sets `idle`
  * before it reads `stopping`, so each idle connection is either shut down
- * here (its wait ends with EOF) or sees `stopping` itself. The same holds
- * for `upgraded`: an upgraded connection's reads end at once here (their
- * writes still work, so a WebSocket can send its close), or it sees
- * `stopping` before its next read. The lock keeps
- * the fd open: a connection unlinks itself before its fd is closed. */
+ * here (its wait ends with EOF) or sees `stopping` itself; an upgraded one
+ * has its reads ended here (writes still work: a WebSocket sends its close)
+ * or sees `stopping` before its next read. The lock keeps the fd open: a
+ * connection unlinks itself before its fd is closed. */
 void sp__http_close_idle(sp_http_server_t *srv)
 {
     pthread_mutex_lock(&srv->lock);
@@ -422,8 +421,7 @@ int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
 {
     sp__http_conn_t *c = conn_of(req);
     c->res.status = 101;
-    /* Started: the handler can no longer answer on this connection. */
-    c->res.detached = c->res.close = c->res.started = true;
+    c->res.detached = c->res.close = c->res.started = true; /* no answer after */
     atomic_store(&c->upgraded, true);
     size_t n = sp__buf_len(&c->in);
     int rc = n ? sp__buf_append(rest, sp__buf_data(&c->in), n) : 0;
@@ -431,9 +429,8 @@ int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
     sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
     rc = rc < 0 ? rc : sp__buf_append(&c->out.buf, head, len);
     rc = rc < 0 ? rc : sp__http_out_flush(&c->out, NULL, 0);
-    /* The new protocol may hold the connection for long: the thread's
-     * output scratch goes back now, and the answer is counted and logged
-     * now (its latency is the upgrade's, not the whole session's). */
+    /* The new protocol may hold the connection long: the output scratch goes
+     * back, and the 101 is counted and logged now (the upgrade's latency). */
     sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
     count_response(c);
     access_log(c);
