@@ -7,7 +7,7 @@
 set -euo pipefail
 
 core=(cmake make gcc pkg-config libev-dev libhttp-parser-dev check libyaml-dev libunwind-dev
-      valgrind curl python3 netcat-openbsd
+      valgrind curl python3 python3-websockets netcat-openbsd
       libhiredis-dev libcurl4-openssl-dev redis-server
       libmariadb-dev mariadb-server libmemcached-dev memcached libssl-dev openssl)
 bench=(libboost-context-dev g++ wrk libst-dev nginx-light liburing-dev)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Short, bounded libFuzzer runs of the HTTP request parser, its split
-# invariance (the same bytes in reads of any size get the same answers) and
-# the config parser (clang, ASan+UBSan). Any crash or difference fails the
+# invariance (the same bytes in reads of any size get the same answers), the
+# WebSocket frame receiver (the same invariance) and the config parser (clang, ASan+UBSan). Any crash or difference fails the
 # run.
 #   scripts/fuzz.sh [BUILD_DIR] [SECONDS_PER_TARGET]
 set -euo pipefail
@@ -10,8 +10,8 @@ build=${1:-build-fuzz}
 secs=${2:-30}
 CC=clang cmake -S . -B "$build" -DSPINDLE_FUZZ=ON -DSPINDLE_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_http fuzz_http_split fuzz_config
-for target in fuzz_http fuzz_http_split fuzz_config; do
+cmake --build "$build" -j"$(nproc)" --target fuzz_http fuzz_http_split fuzz_ws fuzz_config
+for target in fuzz_http fuzz_http_split fuzz_ws fuzz_config; do
   corpus=$(mktemp -d)
   seeds=tests/fuzz/${target#fuzz_}
   seeds=${seeds%_split} # the split target starts from the HTTP seeds

@@ -23,7 +23,7 @@ declare -A public=(
   [version.h]=base [error.h]=base [spindle.h]=daemon [fiber.h]=fiber [metrics.h]=metrics [config.h]=config [log.h]=log [scheduler.h]=sched [task.h]=sched [debug.h]=sched
   [iomanager.h]=io [timer.h]=io [hook.h]=io
   [net.h]=net [buffer.h]=net [tcp_server.h]=net [tls.h]=tls
-  [sync.h]=sync [group.h]=sync [http.h]=http [daemon.h]=daemon
+  [sync.h]=sync [group.h]=sync [http.h]=http [websocket.h]=http [daemon.h]=daemon
 )
 MAX_LINES=600
 MAX_FUNCTION=80

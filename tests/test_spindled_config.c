@@ -1,7 +1,8 @@
 /* spindled's configuration against the real program: a value the worker
  * could not use stops the start with exit 2 and its file:line:column, and
  * is refused on SIGHUP with the old configuration kept; http.max_body 0
- * refuses every body; /status and /slow exist only when enabled.
+ * refuses every body; /status, /slow and the /echo WebSocket exist only when
+ * enabled.
  *
  * The HTTP server listens on 127.0.0.1 port 0, read from the daemon's
  * "listening on" line (a Unix path appears only as a value refused before
@@ -359,7 +360,7 @@ START_TEST(max_body_0_refuses_bodies)
 }
 END_TEST
 
-START_TEST(status_and_slow_are_404_unless_enabled)
+START_TEST(demo_routes_are_404_unless_enabled)
 {
     setup();
     put_config(ANY_PORT, "");
@@ -369,13 +370,17 @@ START_TEST(status_and_slow_are_404_unless_enabled)
     ck_assert_int_eq(get("/plaintext", resp, sizeof resp), 200);
     ck_assert_int_eq(get("/status", resp, sizeof resp), 404);
     ck_assert_int_eq(get("/slow?ms=1", resp, sizeof resp), 404);
+    ck_assert_int_eq(get("/echo", resp, sizeof resp), 404);
     ck_assert_int_eq(finish(&r, SIGTERM), 0);
 
-    put_config(ANY_PORT, "http.status_route: true\nhttp.slow_route: true\n");
+    put_config(ANY_PORT,
+               "http.status_route: true\nhttp.slow_route: true\nhttp.ws_echo_route: true\n");
     start_serving(&r);
     ck_assert_int_eq(get("/status", resp, sizeof resp), 200);
     ck_assert_ptr_nonnull(strstr(resp, "\"pid\":"));
     ck_assert_int_eq(get("/slow?ms=1", resp, sizeof resp), 200);
+    /* A plain GET of the WebSocket endpoint is told to upgrade. */
+    ck_assert_int_eq(get("/echo", resp, sizeof resp), 426);
     ck_assert_int_eq(finish(&r, SIGTERM), 0);
 }
 END_TEST
@@ -488,7 +493,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_env_and_cli_values_exit_2);
     tcase_add_test(tc, servers_on_one_address_exit_2);
     tcase_add_test(tc, max_body_0_refuses_bodies);
-    tcase_add_test(tc, status_and_slow_are_404_unless_enabled);
+    tcase_add_test(tc, demo_routes_are_404_unless_enabled);
     tcase_add_test(tc, sighup_with_bad_value_keeps_old_configuration);
     tcase_add_test(tc, detached_reload_takes_relative_root_from_start_directory);
     suite_add_tcase(s, tc);

@@ -1,10 +1,12 @@
 /* spindle-echo-load: a load generator for echo servers, written on spindle.
  *
  *   spindle-echo-load --connect 127.0.0.1:9000 [--conns 100] [--size 64]
- *                     [--duration 5] [--workers 1]
+ *                     [--duration 5] [--workers 1] [--ws PATH]
  *
  * Every connection is a fiber doing ping-pong: write a message, read it
- * back, check it, record the round trip. Prints messages/s and the p50 and
+ * back, check it, record the round trip. With --ws the connections are
+ * WebSocket ones to ws://ADDR/PATH and each message a binary frame
+ * (spindle-httpd --ws-echo PATH answers them). Prints messages/s and the p50 and
  * p99 round-trip latency in microseconds. Exits non-zero if any connection
  * failed or any byte came back wrong.
  */
@@ -19,6 +21,7 @@
 #include <spindle/iomanager.h>
 #include <spindle/net.h>
 #include <spindle/timer.h>
+#include <spindle/websocket.h>
 
 /* Log-linear latency histogram: 16 sub-buckets per power of two of ns. */
 enum { SUB_BITS = 4, SUB = 1 << SUB_BITS, BUCKETS = 64 * SUB };
@@ -67,6 +70,7 @@ static uint64_t percentile(const histogram_t *h, double p)
 
 typedef struct load {
     sp_addr_t addr;
+    const char *ws_url; /* NULL: plain TCP */
     size_t size;
     uint64_t end_ns;
     histogram_t *per_worker; /* fibers never leave their worker */
@@ -74,24 +78,41 @@ typedef struct load {
     _Atomic int failed;
 } load_t;
 
+/* One round trip of msg on a plain socket or a WebSocket: 0 or -1. */
+static int round_trip(int fd, sp_ws_t *ws, const char *out, char *in, size_t size)
+{
+    if (!ws)
+        return sp_write_full(fd, out, size) < 0 ||
+                       sp_read_full(fd, in, size) != (ssize_t)size ||
+                       memcmp(in, out, size) != 0
+                   ? -1
+                   : 0;
+    sp_ws_msg_t m;
+    return sp_ws_send(ws, SP_WS_BINARY, out, size) < 0 || sp_ws_recv(ws, &m, -1) < 0 ||
+                   m.len != size || memcmp(m.data, out, size) != 0
+               ? -1
+               : 0;
+}
+
 static void connection(void *arg)
 {
     load_t *L = arg;
     histogram_t *h = &L->per_worker[sp_worker_index()];
     char *out = malloc(L->size), *in = malloc(L->size);
-    int fd = sp_connect(&L->addr, 5000000);
+    sp_ws_t *ws = NULL;
+    int fd = L->ws_url ? (sp_ws_connect(L->ws_url, NULL, &ws) < 0 ? -1 : 0)
+                       : sp_connect(&L->addr, 5000000);
     if (fd < 0 || !out || !in) {
         atomic_fetch_add(&L->failed, 1);
         goto done;
     }
-    sp_set_nodelay(fd, true);
+    if (!ws)
+        sp_set_nodelay(fd, true);
     for (size_t i = 0; i < L->size; i++)
         out[i] = (char)('a' + (i + (size_t)fd) % 26);
     uint64_t n = 0;
     for (uint64_t now = sp_now_ns(); now < L->end_ns;) {
-        if (sp_write_full(fd, out, L->size) < 0 ||
-            sp_read_full(fd, in, L->size) != (ssize_t)L->size ||
-            memcmp(in, out, L->size) != 0) {
+        if (round_trip(fd, ws, out, in, L->size) < 0) {
             atomic_fetch_add(&L->failed, 1);
             break;
         }
@@ -101,8 +122,12 @@ static void connection(void *arg)
         n++;
     }
     atomic_fetch_add(&L->messages, n);
-    close(fd);
+    if (ws)
+        sp_ws_close(ws, SP_WS_NORMAL, NULL);
+    else
+        close(fd);
 done:
+    sp_ws_free(ws);
     free(out);
     free(in);
 }
@@ -110,13 +135,13 @@ done:
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s --connect ADDR [--conns N] [--size BYTES] "
-                    "[--duration SECONDS] [--workers N]\n", argv0);
+                    "[--duration SECONDS] [--workers N] [--ws PATH]\n", argv0);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *target = NULL;
+    const char *target = NULL, *ws_path = NULL;
     int conns = 100, workers = 1;
     double duration = 5;
     long size = 64;
@@ -131,6 +156,8 @@ int main(int argc, char **argv)
             duration = atof(argv[++i]);
         else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
             workers = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ws") && i + 1 < argc)
+            ws_path = argv[++i];
         else
             usage(argv[0]);
     }
@@ -143,6 +170,11 @@ int main(int argc, char **argv)
         return 2;
     }
     L.size = (size_t)size;
+    static char url[512];
+    if (ws_path) {
+        snprintf(url, sizeof url, "ws://%s%s%s", target, *ws_path == '/' ? "" : "/", ws_path);
+        L.ws_url = url;
+    }
     L.per_worker = calloc((size_t)workers, sizeof *L.per_worker);
     sp_iomanager_t *io = sp_iomanager_create("load", workers, false);
     if (!io || !L.per_worker || sp_iomanager_start(io) < 0) {

@@ -2,10 +2,12 @@
  *
  *   spindle-httpd --listen 127.0.0.1:8080 [--listen ADDR]... [--workers N]
  *                 [--root DIR] [--max-conns N] [--access-log] [--server NAME]
+ *                 [--ws-echo PATH]
  *
  * GET /plaintext answers "Hello, World!" (text/plain), GET /json answers
  * {"message":"Hello, World!"} (application/json); with --root every other
- * path is a file under DIR. --access-log writes one line per request to
+ * path is a file under DIR. --ws-echo PATH makes PATH a WebSocket endpoint
+ * that sends every message back. --access-log writes one line per request to
  * stderr (the "http.access" logger). Prints "listening on ADDR" for each
  * address (port 0 shows the port the kernel chose). SIGINT/SIGTERM stop it
  * gracefully: no new connections, idle ones closed, requests in progress
@@ -31,7 +33,7 @@ enum { MAX_LISTEN = 8 };
 typedef struct args {
     const char *listen[MAX_LISTEN];
     int nlisten, workers, max_conns;
-    const char *root, *server;
+    const char *root, *server, *ws_echo;
     bool access_log;
 } args_t;
 
@@ -39,7 +41,7 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--root DIR]\n"
-            "          [--max-conns N] [--access-log] [--server NAME]\n"
+            "          [--max-conns N] [--access-log] [--server NAME] [--ws-echo PATH]\n"
             "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n"
             "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit;\n"
             "     default: from the open-file limit)\n",
@@ -62,6 +64,8 @@ static void parse_args(int argc, char **argv, args_t *a)
             a->root = argv[++i];
         else if (!strcmp(argv[i], "--server") && more)
             a->server = argv[++i];
+        else if (!strcmp(argv[i], "--ws-echo") && more)
+            a->ws_echo = argv[++i];
         else if (!strcmp(argv[i], "--access-log"))
             a->access_log = true;
         else
@@ -79,6 +83,10 @@ static sp_http_router_t *make_routes(const args_t *a, sp_http_static_t **st)
     if (!r)
         return NULL;
     app_add_hello_routes(r);
+    if (a->ws_echo && app_add_ws_echo(r, a->ws_echo) < 0) {
+        fprintf(stderr, "spindle-httpd: --ws-echo %s: cannot add it\n", a->ws_echo);
+        exit(2);
+    }
     *st = NULL;
     if (a->root) {
         if (!(*st = sp_http_static_create(a->root, NULL))) {

@@ -21,7 +21,8 @@ typedef struct spindled_vars {
     sp_cvar_t *http_enabled, *http_listen, *http_root, *http_keepalive, *http_header,
         *http_body_timeout, *http_send_timeout, *http_handler_deadline, *http_max_body,
         *http_max_conns,
-        *http_server_name, *http_access_log, *http_status_route, *http_slow_route;
+        *http_server_name, *http_access_log, *http_status_route, *http_slow_route,
+        *http_ws_echo_route;
     sp_cvar_t *echo_enabled, *echo_listen, *echo_max_conns, *echo_idle_timeout,
         *echo_write_timeout;
     sp_cvar_t *admin_listen, *admin_allow_public;

@@ -76,12 +76,14 @@ static sp_http_router_t *make_routes(spindled_t *d, sp_http_static_t **files)
     if (!r)
         return NULL;
     app_add_hello_routes(r);
-    /* Off unless enabled: /status shows internals, and /slow lets anyone
-     * hold a fiber and a connection for a minute. */
+    /* Off unless enabled: /status shows internals, and /slow and /echo let
+     * anyone hold a fiber and a connection for a minute. */
     if (sp_cvar_bool(d->v.http_status_route))
         sp_http_router_add(r, SP_HTTP_EXACT, "/status", SP_HTTP_M_GET, status_answer, d);
     if (sp_cvar_bool(d->v.http_slow_route))
         sp_http_router_add(r, SP_HTTP_EXACT, "/slow", SP_HTTP_M_GET, slow_answer, NULL);
+    if (sp_cvar_bool(d->v.http_ws_echo_route))
+        app_add_ws_echo(r, "/echo");
     if (*d->root) {
         if (!(*files = sp_http_static_create(d->root, NULL)))
             return r; /* the caller sees *files NULL with a root: fails */

@@ -1,6 +1,6 @@
 /* HTTP server, as a whole: the response basics, routing, server names, the
  * access log, stopping, 1,000 concurrent keep-alive client fibers, and the
- * spindle-httpd program with curl and python3 http.client. */
+ * spindle-httpd program with curl, python3 http.client and websockets. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -393,7 +393,7 @@ static proc_t httpd_start(void)
         dup2(out[1], STDOUT_FILENO);
         close(out[0]);
         execl(SPINDLE_HTTPD, "spindle-httpd", "--listen", "127.0.0.1:0", "--workers", "2",
-              "--root", root_dir, (char *)NULL);
+              "--root", root_dir, "--ws-echo", "/ws", (char *)NULL);
         _exit(127);
     }
     close(out[1]);
@@ -516,6 +516,25 @@ START_TEST(httpd_with_python_http_client)
 }
 END_TEST
 
+/* --ws-echo: Python's websockets library (Debian's interpreter has it). */
+START_TEST(httpd_ws_echo_with_python)
+{
+    proc_t p = httpd_start();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c '\n"
+             "import asyncio, websockets\n"
+             "async def main():\n"
+             "    async with websockets.connect(\"ws://127.0.0.1:%d/ws\") as ws:\n"
+             "        await ws.send(\"ping me\")\n"
+             "        print(await ws.recv())\n"
+             "asyncio.run(asyncio.wait_for(main(), 10))\n'",
+             p.port);
+    ck_assert_str_eq(run(cmd), "ping me\n");
+    httpd_stop(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = http_suite("http_server");
@@ -526,6 +545,7 @@ int main(void)
     ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once,
              stop_during_handler_answers_connection_close);
     ADD_CASE(s, "program", NULL, NULL, httpd_with_curl, httpd_with_python_http_client,
+             httpd_ws_echo_with_python,
              httpd_rejects_bad_numbers, server_name_without_control_bytes);
     return sp_test_run(s);
 }

@@ -360,7 +360,9 @@ int sp_http_server_start(sp_http_server_t *srv);
 /* Graceful stop from any thread or fiber: no new connections; idle
  * keep-alive connections are closed at once; requests in progress get
  * their response (with Connection: close) until drain_us, then their
- * connections are shut down. Returns when every connection is gone. */
+ * connections are shut down; WebSocket endpoints waiting in sp_ws_recv
+ * send close 1001 at once (spindle/websocket.h). Returns when every
+ * connection is gone. */
 int sp_http_server_stop(sp_http_server_t *srv, int64_t drain_us);
 /* Change the header and keep-alive timeouts of a running server, from any
  * thread (a configuration reload). Same meaning as in opts: 0 the default,

@@ -22,6 +22,7 @@
 #include "spindle/sync.h"
 #include "spindle/group.h"
 #include "spindle/http.h"
+#include "spindle/websocket.h"
 #include "spindle/daemon.h"
 #include "spindle/debug.h"
 

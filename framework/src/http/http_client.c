@@ -62,14 +62,9 @@ void sp_http_client_destroy(sp_http_client_t *c)
 
 /* ---- the request ---------------------------------------------------------- */
 
-typedef struct target {
-    char key[300];  /* "host:port", "[v6]:port": to resolve, and the pool's key */
-    char host[300]; /* the Host header: without ":80" */
-    const char *path, *query; /* as in the URL; the query with its '?' */
-    size_t path_len, query_len;
-} target_t;
-
-static int parse_url(const char *url, target_t *t)
+/* The URL's parts (http_client_internal.h). */
+int sp__http_parse_url(const char *url, const char *scheme, unsigned default_port,
+                       sp__http_target_t *t)
 {
     struct http_parser_url u;
     http_parser_url_init(&u);
@@ -78,17 +73,18 @@ static int parse_url(const char *url, target_t *t)
         !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)) ||
         (u.field_set & (1 << UF_USERINFO)))
         return -EINVAL;
-    if (u.field_data[UF_SCHEMA].len != 4 || strncasecmp(url + u.field_data[UF_SCHEMA].off, "http", 4))
+    if (u.field_data[UF_SCHEMA].len != strlen(scheme) ||
+        strncasecmp(url + u.field_data[UF_SCHEMA].off, scheme, strlen(scheme)))
         return -EPROTONOSUPPORT;
     int hl = u.field_data[UF_HOST].len;
     const char *h = url + u.field_data[UF_HOST].off;
     bool v6 = memchr(h, ':', (size_t)hl) != NULL;
-    unsigned port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
+    unsigned port = (u.field_set & (1 << UF_PORT)) ? u.port : default_port;
     int n = snprintf(t->key, sizeof t->key, "%s%.*s%s:%u", v6 ? "[" : "", hl, h, v6 ? "]" : "", port);
     if (n >= (int)sizeof t->key)
         return -EINVAL;
     memcpy(t->host, t->key, (size_t)n + 1);
-    if (port == 80)
+    if (port == default_port)
         *strrchr(t->host, ':') = '\0';
     t->path = "/";
     t->path_len = 1;
@@ -131,7 +127,7 @@ static int add(sp_buf_t *b, const char *s)
     return sp__buf_append(b, s, strlen(s));
 }
 
-static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t *t)
+static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const sp__http_target_t *t)
 {
     const char *m = rq->method ? rq->method : "GET";
     if (!sp__http_is_token(m) || (rq->body_len && !rq->body))
@@ -175,7 +171,7 @@ static int build(sp_buf_t *b, const sp_http_client_request_t *rq, const target_t
  * deadline (0: none). */
 typedef struct call {
     sp_http_client_t *c;
-    const target_t *t;
+    const sp__http_target_t *t;
     const sp_buf_t *req; /* the head */
     const sp_http_client_request_t *rq;
     uint64_t until_ns;
@@ -330,8 +326,8 @@ static int run_bounded(call_t *x, sp_http_request_t *m)
 int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
                       sp_http_client_response_t **out)
 {
-    target_t t;
-    int rc = parse_url(rq->url, &t);
+    sp__http_target_t t;
+    int rc = sp__http_parse_url(rq->url, "http", 80, &t);
     if (rc < 0)
         return rc;
     sp_buf_t req = SP_BUF_INIT;

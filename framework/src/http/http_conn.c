@@ -39,6 +39,7 @@ struct sp__http_conn {
     sp_http_server_t *srv;
     int fd;
     _Atomic bool idle; /* waiting for a next request with nothing read */
+    _Atomic bool upgraded; /* another protocol's now (sp__http_take_over) */
     bool drained;      /* the last read emptied the socket */
     bool in_borrowed;  /* `in` is the thread's input scratch */
     /* The same for the request's text and header table and the response's
@@ -84,8 +85,10 @@ static void unlink_conn(sp__http_conn_t *c)
 
 /* stop(): `stopping` is set before this runs, and a connection sets `idle`
  * before it reads `stopping`, so each idle connection is either shut down
- * here (its wait ends with EOF) or sees `stopping` itself. The lock keeps
- * the fd open: a connection unlinks itself before its fd is closed. */
+ * here (its wait ends with EOF) or sees `stopping` itself; an upgraded one
+ * has its reads ended here (writes still work: a WebSocket sends its close)
+ * or sees `stopping` before its next read. The lock keeps the fd open: a
+ * connection unlinks itself before its fd is closed. */
 void sp__http_close_idle(sp_http_server_t *srv)
 {
     pthread_mutex_lock(&srv->lock);
@@ -93,6 +96,8 @@ void sp__http_close_idle(sp_http_server_t *srv)
         sp__http_conn_t *c = sp__list_entry(l, sp__http_conn_t, link);
         if (atomic_load(&c->idle))
             shutdown(c->fd, SHUT_RDWR);
+        else if (atomic_load(&c->upgraded))
+            shutdown(c->fd, SHUT_RD); /* its reader wakes and says goodbye */
     }
     pthread_mutex_unlock(&srv->lock);
 }
@@ -111,17 +116,10 @@ uint64_t sp__http_count_idle(sp_http_server_t *srv)
 
 static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
 {
-    if (c->deadline)
-        sp__http_deadline_set(c->deadline, deadline);
-    ssize_t n = sp__http_read_lent(c->fd, &c->in, &c->in_borrowed, size,
-                                   c->deadline ? 0 : deadline, &c->drained);
+    ssize_t n = sp__http_read_by(c->deadline, c->fd, &c->in, &c->in_borrowed, size,
+                                 deadline, &c->drained);
     if (n > 0)
         sp__http_count(c->srv, SP__HS_BYTES_IN, (uint64_t)n);
-    if (!c->deadline)
-        return n;
-    sp__http_deadline_clear(c->deadline);
-    if (n == -ECANCELED && sp__http_deadline_expired(c->deadline))
-        return -ETIMEDOUT;
     return n;
 }
 
@@ -410,10 +408,33 @@ static void count_refusal(sp_http_server_t *srv, int status)
 /* Lay out the response, count and log it; false: close the connection. */
 static bool finish(sp__http_conn_t *c)
 {
+    if (c->res.detached) /* counted and logged at the upgrade */
+        return false;
     bool ok = sp__http_res_finish(&c->res);
     count_response(c);
     access_log(c);
     return ok && !c->res.close;
+}
+
+int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
+                       sp_buf_t *rest)
+{
+    sp__http_conn_t *c = conn_of(req);
+    c->res.status = 101;
+    c->res.detached = c->res.close = c->res.started = true; /* no answer after */
+    atomic_store(&c->upgraded, true);
+    size_t n = sp__buf_len(&c->in);
+    int rc = n ? sp__buf_append(rest, sp__buf_data(&c->in), n) : 0;
+    sp_buf_clear(&c->in);
+    sp__http_scratch_return(&c->in, &c->in_borrowed, SP__SCRATCH_IN);
+    rc = rc < 0 ? rc : sp__buf_append(&c->out.buf, head, len);
+    rc = rc < 0 ? rc : sp__http_out_flush(&c->out, NULL, 0);
+    /* The new protocol may hold the connection long: the output scratch goes
+     * back, and the 101 is counted and logged now (the upgrade's latency). */
+    sp__http_scratch_return(&c->out.buf, &c->out.borrowed, SP__SCRATCH_OUT);
+    count_response(c);
+    access_log(c);
+    return rc < 0 ? rc : c->fd;
 }
 
 static void prepare_response(sp__http_conn_t *c)
@@ -482,8 +503,10 @@ static bool handle(sp__http_conn_t *c)
          * bytes that went out. */
         if (c->res.started ||
             sp_http_response_error(&c->res, error_status(c), NULL, NULL) < 0) {
-            count_response(c);
-            access_log(c);
+            if (!c->res.detached) { /* an upgrade was counted already */
+                count_response(c);
+                access_log(c);
+            }
             forget_request(c);
             return false;
         }

@@ -214,6 +214,11 @@ void sp__http_deadline_clear(sp__http_deadline_t *d);
  * did the deadline cancel it? */
 bool sp__http_deadline_expired(const sp__http_deadline_t *d);
 void sp__http_deadline_free(sp__http_deadline_t *d);
+/* sp__http_read (or, with `borrowed`, sp__http_read_lent) ending by
+ * deadline (0: none), enforced by d's timer; d NULL: by each wait's own
+ * timeout. -ETIMEDOUT at the deadline. */
+ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_buf_t *in, bool *borrowed,
+                         size_t size, uint64_t deadline, bool *drained);
 
 /* ---- responses: http_response.c ------------------------------------------ */
 
@@ -232,6 +237,8 @@ struct sp_http_response {
     bool chunked;        /* streamed body in chunks */
     bool has_length;     /* the handler set Content-Length */
     bool failed;         /* a write failed or the length came out wrong */
+    bool detached;       /* the connection went to another protocol
+                            (sp__http_take_over): nothing more is sent */
     uint64_t length;     /* the handler's Content-Length */
     uint64_t sent;       /* body bytes written so far */
     sp_buf_t head;       /* the handler's header lines, "Name: value\r\n" */
@@ -245,6 +252,13 @@ void sp__http_res_free(sp_http_response_t *res);
 /* After the handler: put the whole response (or the end of a streamed one)
  * into the output. false when the connection must close without more. */
 bool sp__http_res_finish(sp_http_response_t *res);
+
+/* ---- router: http_router.c ---------------------------------------------- */
+
+/* sp_http_router_add; with `owned`, arg is freed with the router. */
+int sp__http_router_add_owned(sp_http_router_t *r, sp_http_match_t kind,
+                              const char *pattern, unsigned methods,
+                              sp_http_handler_fn fn, void *arg, bool owned);
 
 /* ---- dates: http_date.c -------------------------------------------------- */
 
@@ -301,5 +315,12 @@ void sp__http_serve(int fd, const sp_addr_t *peer, void *arg);
 void sp__http_close_idle(sp_http_server_t *srv);
 /* Connections waiting for a next request now (stats). */
 uint64_t sp__http_count_idle(sp_http_server_t *srv);
+/* A server connection handed over to another protocol (a WebSocket): its
+ * answer `head` (the 101) is sent after what was waiting to go out, the
+ * bytes read past the request move to `rest`, and the connection closes
+ * once the handler returns. The socket, or -errno if the answer could not
+ * be sent. */
+int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
+                       sp_buf_t *rest);
 
 #endif

@@ -40,7 +40,7 @@ void sp__http_res_reset(sp_http_response_t *res)
     res->status = 200;
     res->version = 11;
     res->head_only = res->close = res->started = res->chunked = false;
-    res->has_length = res->failed = false;
+    res->has_length = res->failed = res->detached = false;
     res->length = res->sent = 0;
 }
 
@@ -436,6 +436,8 @@ static bool finish_buffered(sp_http_response_t *res)
 
 bool sp__http_res_finish(sp_http_response_t *res)
 {
+    if (res->detached)
+        return false;
     if (!res->started)
         return finish_buffered(res);
     if (res->failed)

@@ -18,6 +18,7 @@ typedef struct route {
     unsigned methods;
     sp_http_handler_fn fn;
     void *arg;
+    bool owns_arg; /* arg is the router's to free (sp__http_router_add_owned) */
 } route_t;
 
 typedef struct route_list {
@@ -44,8 +45,11 @@ void sp_http_router_destroy(sp_http_router_t *r)
     if (!r)
         return;
     for (int k = 0; k < 3; k++) {
-        for (size_t i = 0; i < r->lists[k].n; i++)
+        for (size_t i = 0; i < r->lists[k].n; i++) {
             free(r->lists[k].v[i].pattern);
+            if (r->lists[k].v[i].owns_arg)
+                free(r->lists[k].v[i].arg);
+        }
         free(r->lists[k].v);
     }
     free(r);
@@ -70,6 +74,13 @@ static route_t *insert_at(route_list_t *l, size_t at)
 int sp_http_router_add(sp_http_router_t *r, sp_http_match_t kind, const char *pattern,
                        unsigned methods, sp_http_handler_fn fn, void *arg)
 {
+    return sp__http_router_add_owned(r, kind, pattern, methods, fn, arg, false);
+}
+
+int sp__http_router_add_owned(sp_http_router_t *r, sp_http_match_t kind,
+                              const char *pattern, unsigned methods,
+                              sp_http_handler_fn fn, void *arg, bool owned)
+{
     if (!r || !pattern || !fn || !methods || (unsigned)kind > SP_HTTP_GLOB)
         return -EINVAL;
     route_list_t *l = &r->lists[kind];
@@ -86,7 +97,7 @@ int sp_http_router_add(sp_http_router_t *r, sp_http_match_t kind, const char *pa
         free(copy);
         return -ENOMEM;
     }
-    *slot = (route_t){copy, len, methods, fn, arg};
+    *slot = (route_t){copy, len, methods, fn, arg, owned};
     return 0;
 }
 
