@@ -14,7 +14,9 @@
 #      stopped, whose count is taken off the loaded run's; under valgrind
 #      a server runs about 30-50x slower, which the count does not mind.
 #      nginx is not measured (its start script execs it, out of valgrind's
-#      sight).
+#      sight). CACHE_SIM=1 also simulates the caches (--cache-sim=yes) and
+#      adds simulated D1 misses (reads + writes) and last-level misses
+#      (instruction + data) per answer; slower still.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 peers=${PEERS:-$root/../shared/bench}
@@ -40,15 +42,31 @@ load() {
   fi
 }
 
-# count NAME CMD PORT WITH_LOAD: the server's instructions from start to
-# exit, with or without the load; sets `n` (answered) and `ir`.
+cache_sim=${CACHE_SIM:-0}
+sim_opt=()
+((cache_sim)) && sim_opt=(--cache-sim=yes)
+
+# totals FILE: "Ir D1-misses LL-misses" of a callgrind file (the misses 0
+# without the cache simulation), from the events callgrind_annotate shows.
+totals() {
+  callgrind_annotate "$1" 2>/dev/null | awk '
+    /^Events shown:/ { for (i = 3; i <= NF; i++) ev[$i] = i - 2 }
+    /PROGRAM TOTALS/ {
+      for (i = 1; i <= NF; i++) { v = $i; gsub(",", "", v); f[i] = v }
+      d1 = f[ev["D1mr"]] + f[ev["D1mw"]]; ll = f[ev["ILmr"]] + f[ev["DLmr"]] + f[ev["DLmw"]]
+      print f[ev["Ir"]], d1 + 0, ll + 0 }'
+}
+
+# count NAME CMD PORT WITH_LOAD: the server's instructions (and misses)
+# from start to exit, with or without the load; sets `n` (answered), `ir`,
+# `d1` and `ll`.
 count() {
   local name=$1 cmd=$2 port=$3 file="$out/$1.cg"
   rm -f "$file"
-  n=0 ir=
+  n=0 ir= d1=0 ll=0
   # shellcheck disable=SC2086 # the command line is split on purpose
-  valgrind --tool=callgrind --callgrind-out-file="$file" ${cmd//%PORT%/$port} \
-    >"$out/$name.log" 2>&1 &
+  valgrind --tool=callgrind "${sim_opt[@]}" --callgrind-out-file="$file" \
+    ${cmd//%PORT%/$port} >"$out/$name.log" 2>&1 &
   local pid=$! ok=0
   for _ in 1 2 3 4; do ready "$port" && { ok=1; break; }; done
   if ((ok)) && [[ $4 == yes ]]; then
@@ -56,22 +74,32 @@ count() {
   fi
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null
-  ((ok)) && ir=$(callgrind_annotate "$file" 2>/dev/null |
-                 awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+  ((ok)) && read -r ir d1 ll < <(totals "$file")
 }
 
-printf "%-12s %10s %14s %10s\n" server answered instructions per_answer
+if ((cache_sim)); then
+  printf "%-12s %10s %14s %10s %10s %10s\n" server answered instructions per_answer \
+    d1_miss ll_miss
+else
+  printf "%-12s %10s %14s %10s\n" server answered instructions per_answer
+fi
 port=$((20000 + RANDOM % 10000))
 for entry in "${servers[@]}"; do
   name=${entry%%=*} cmd=${entry#*=}
   [[ $name == nginx ]] && continue
   # Start-up and exit alone first, to take out of the loaded run's count.
   count "$name" "$cmd" $((port += 1)) no
-  idle=$ir
+  idle=$ir idle_d1=$d1 idle_ll=$ll
   count "$name" "$cmd" $((port += 1)) yes
   if [[ -z $idle || -z $ir || -z $n || $n -eq 0 ]]; then
     echo "$name: no count (see $out/$name.log)" >&2
     continue
   fi
-  printf "%-12s %10d %14d %10d\n" "$name" "$n" $((ir - idle)) $(((ir - idle) / n))
+  if ((cache_sim)); then
+    awk -v name="$name" -v n="$n" -v ir=$((ir - idle)) -v d1=$((d1 - idle_d1)) \
+      -v ll=$((ll - idle_ll)) 'BEGIN {
+        printf "%-12s %10d %14d %10d %10.2f %10.2f\n", name, n, ir, int(ir / n), d1 / n, ll / n }'
+  else
+    printf "%-12s %10d %14d %10d\n" "$name" "$n" $((ir - idle)) $(((ir - idle) / n))
+  fi
 done
