@@ -2,12 +2,14 @@
  *
  *   spindle-httpd --listen 127.0.0.1:8080 [--listen ADDR]... [--workers N]
  *                 [--root DIR] [--max-conns N] [--access-log] [--server NAME]
- *                 [--ws-echo PATH]
+ *                 [--ws-echo PATH] [--tls-cert PEM --tls-key PEM]
  *
  * GET /plaintext answers "Hello, World!" (text/plain), GET /json answers
  * {"message":"Hello, World!"} (application/json); with --root every other
  * path is a file under DIR. --ws-echo PATH makes PATH a WebSocket endpoint
- * that sends every message back. --access-log writes one line per request to
+ * that sends every message back. --tls-cert and --tls-key (PEM files; the
+ * certificate file may hold its chain) make it an HTTPS server (TLS 1.2
+ * and 1.3, ALPN http/1.1: docs/tls.md). --access-log writes one line per request to
  * stderr (the "http.access" logger). Prints "listening on ADDR" for each
  * address (port 0 shows the port the kernel chose). SIGINT/SIGTERM stop it
  * gracefully: no new connections, idle ones closed, requests in progress
@@ -25,6 +27,7 @@
 #include <spindle/http.h>
 #include <spindle/iomanager.h>
 #include <spindle/net.h>
+#include <spindle/tls.h>
 
 #include "apps_common.h"
 
@@ -33,7 +36,7 @@ enum { MAX_LISTEN = 8 };
 typedef struct args {
     const char *listen[MAX_LISTEN];
     int nlisten, workers, max_conns;
-    const char *root, *server, *ws_echo;
+    const char *root, *server, *ws_echo, *tls_cert, *tls_key;
     bool access_log;
 } args_t;
 
@@ -42,6 +45,7 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--root DIR]\n"
             "          [--max-conns N] [--access-log] [--server NAME] [--ws-echo PATH]\n"
+            "          [--tls-cert PEM --tls-key PEM]\n"
             "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n"
             "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit;\n"
             "     default: from the open-file limit)\n",
@@ -66,6 +70,10 @@ static void parse_args(int argc, char **argv, args_t *a)
             a->server = argv[++i];
         else if (!strcmp(argv[i], "--ws-echo") && more)
             a->ws_echo = argv[++i];
+        else if (!strcmp(argv[i], "--tls-cert") && more)
+            a->tls_cert = argv[++i];
+        else if (!strcmp(argv[i], "--tls-key") && more)
+            a->tls_key = argv[++i];
         else if (!strcmp(argv[i], "--access-log"))
             a->access_log = true;
         else
@@ -73,8 +81,25 @@ static void parse_args(int argc, char **argv, args_t *a)
         if (!ok)
             usage(argv[0]);
     }
-    if (!a->nlisten)
+    if (!a->nlisten || !a->tls_cert != !a->tls_key)
         usage(argv[0]);
+}
+
+/* --tls-cert/--tls-key: the HTTPS server's config, or NULL without them. */
+static sp_tls_config_t *make_tls(const args_t *a)
+{
+    if (!a->tls_cert)
+        return NULL;
+    sp_tls_cert_t cert = {a->tls_cert, a->tls_key};
+    const char *alpn[] = {"http/1.1"};
+    sp_tls_server_opts_t o = {.certs = &cert, .ncerts = 1, .alpn = alpn, .nalpn = 1};
+    sp_tls_config_t *cfg = sp_tls_server_config(&o);
+    if (!cfg) {
+        fprintf(stderr, "spindle-httpd: --tls-cert %s --tls-key %s: %s (%s)\n", a->tls_cert,
+                a->tls_key, strerror(errno), sp_tls_error_reason());
+        exit(2);
+    }
+    return cfg;
 }
 
 static sp_http_router_t *make_routes(const args_t *a, sp_http_static_t **st)
@@ -106,8 +131,9 @@ int main(int argc, char **argv)
     sigset_t stop_signals;
     app_block_stop_signals(&stop_signals);
 
-    sp_http_static_t *st;
+    sp_http_static_t *st = NULL;
     sp_http_router_t *routes = make_routes(&a, &st);
+    sp_tls_config_t *tls = make_tls(&a);
     sp_iomanager_t *io = sp_iomanager_create("httpd", a.workers, true);
     if (!routes || !io) {
         perror("spindle-httpd");
@@ -115,7 +141,8 @@ int main(int argc, char **argv)
     }
     sp_http_server_opts_t opts = {.max_conns = a.max_conns,
                                   .server_name = a.server,
-                                  .access_log = a.access_log};
+                                  .access_log = a.access_log,
+                                  .tls = tls};
     sp_http_server_t *srv = sp_http_server_create(io, sp_http_router_dispatch, routes, &opts);
     if (!srv) {
         perror("spindle-httpd: server");
@@ -134,5 +161,6 @@ int main(int argc, char **argv)
     sp_iomanager_destroy(io);
     sp_http_router_destroy(routes);
     sp_http_static_destroy(st);
+    sp_tls_config_free(tls);
     return 0;
 }

@@ -55,6 +55,7 @@
 #include "spindle/iomanager.h"
 #include "spindle/net.h"
 #include "spindle/tcp_server.h"
+#include "spindle/tls.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -289,6 +290,10 @@ typedef struct sp_http_server_opts {
                                     returned with nothing sent: 504 */
     sp_tcp_server_opts_t tcp; /* backlog, stacks, refusal limit...; accepted
                                  sockets always get TCP_NODELAY */
+    sp_tls_config_t *tls;     /* HTTPS: every connection starts with a TLS
+                                 handshake with this server config
+                                 (spindle/tls.h; the caller's, kept until
+                                 the server is destroyed); NULL: plain */
 } sp_http_server_opts_t;
 
 /* Defaults, as numbers (also used for the 0 fields above). */

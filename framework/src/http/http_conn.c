@@ -17,12 +17,9 @@
  *             pipelined requests already in the buffer never read it);
  *   body      each wait for more body bytes: body_timeout, and the whole
  *             body from the end of the headers: body_deadline; 408.
- * With stream_bodies the handler runs once the headers are complete and
- * pulls the body itself (sp_http_body_read) with the same deadlines; a
- * body it leaves unread closes the connection after the answer.
- * Reads use MSG_DONTWAIT (the socket is non-blocking underneath) and
- * sp__http_read's short-read rule.
- */
+ * With stream_bodies the handler pulls the body itself (sp_http_body_read,
+ * same deadlines); a body left unread closes the connection after the
+ * answer. Reads: http_io.c (plain, or TLS with opts.tls). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -60,9 +57,8 @@ struct sp__http_conn {
 
 enum { HEADER_READ = 4096, BODY_READ = 16384 };
 enum { CLOSE = -1 }; /* read_request: close without an answer */
-/* After an error answer the client may still be sending: read and drop its
- * bytes for a while before closing, or the kernel would answer them with a
- * reset that can destroy the answer before the client reads it. */
+/* After an error answer, read and drop what the client still sends for a
+ * while: closing at once would reset, destroying the answer in flight. */
 enum { LINGER_US = 2000000, LINGER_BYTES = 1 << 20 };
 
 /* ---- the list of connections ---------------------------------------------- */
@@ -116,7 +112,7 @@ uint64_t sp__http_count_idle(sp_http_server_t *srv)
 
 static ssize_t conn_read(sp__http_conn_t *c, size_t size, uint64_t deadline)
 {
-    ssize_t n = sp__http_read_by(c->deadline, c->fd, &c->in, &c->in_borrowed, size,
+    ssize_t n = sp__http_read_by(c->deadline, c->fd, c->out.tls, &c->in, &c->in_borrowed, size,
                                  deadline, &c->drained);
     if (n > 0)
         sp__http_count(c->srv, SP__HS_BYTES_IN, (uint64_t)n);
@@ -588,10 +584,16 @@ void sp__http_serve(int fd, const sp_addr_t *peer, void *arg)
     sp__http_conn_t c;
     conn_init(&c, srv, fd, peer);
     link_conn(&c);
-    if (srv->opts.max_conns && active > srv->opts.max_conns)
+    /* HTTPS: the handshake first (the config bounds it); a client that
+     * fails it is dropped. Its close_notify at the end is bounded too. */
+    bool shook = !srv->opts.tls || sp_tls_accept(srv->opts.tls, fd, 0, &c.out.tls) == 0;
+    if (shook && srv->opts.max_conns && active > srv->opts.max_conns)
         refuse(&c, 503);
-    else
+    else if (shook)
         serve_requests(&c);
+    if (c.out.tls)
+        sp_tls_shutdown(c.out.tls, 100000);
+    sp_tls_free(c.out.tls);
     unlink_conn(&c);
     conn_free(&c);
     atomic_fetch_sub(&srv->conns, 1);

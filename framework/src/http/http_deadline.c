@@ -133,15 +133,13 @@ void sp__http_deadline_free(sp__http_deadline_t *d)
     unref(d);
 }
 
-ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_buf_t *in, bool *borrowed,
-                         size_t size, uint64_t deadline, bool *drained)
+ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,
+                         bool *borrowed, size_t size, uint64_t deadline, bool *drained)
 {
     if (!d)
-        return borrowed ? sp__http_read_lent(fd, in, borrowed, size, deadline, drained)
-                        : sp__http_read(fd, in, size, deadline, drained);
+        return sp__http_read_lent(fd, tls, in, borrowed, size, deadline, drained);
     sp__http_deadline_set(d, deadline);
-    ssize_t n = borrowed ? sp__http_read_lent(fd, in, borrowed, size, 0, drained)
-                         : sp__http_read(fd, in, size, 0, drained);
+    ssize_t n = sp__http_read_lent(fd, tls, in, borrowed, size, 0, drained);
     sp__http_deadline_clear(d);
     return n == -ECANCELED && sp__http_deadline_expired(d) ? -ETIMEDOUT : n;
 }

@@ -18,6 +18,7 @@
 #include "spindle/buffer.h"
 #include "spindle/http.h"
 #include "spindle/log.h"
+#include "spindle/tls.h"
 
 /* ---- requests: http_parse.c, http_request.c ------------------------------ */
 
@@ -164,6 +165,7 @@ static inline sp__http_kv_t *sp__http_kv(const sp_http_request_t *r)
 /* A connection's output: bytes gathered in buf go out together. */
 typedef struct sp__http_out {
     int fd;
+    sp_tls_conn_t *tls; /* NULL: plain TCP */
     sp_buf_t buf;
     int64_t timeout_us; /* per wait for the socket to take bytes; < 0 none */
     bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
@@ -194,10 +196,11 @@ int sp__http_wait(int fd, int event, int64_t timeout_us);
  * -ETIMEDOUT. */
 ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline,
                       bool *drained);
-/* The same for a server connection's input, read into the thread's input
- * scratch while `in` holds nothing (*borrowed tracks it). */
-ssize_t sp__http_read_lent(int fd, sp_buf_t *in, bool *borrowed, size_t size,
-                           uint64_t deadline, bool *drained);
+/* The same for a server connection's input, over TLS when tls is set,
+ * read into the thread's input scratch while `in` holds nothing
+ * (*borrowed tracks it; borrowed NULL: never). */
+ssize_t sp__http_read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
+                           size_t size, uint64_t deadline, bool *drained);
 
 /* ---- read deadlines of server connections: http_deadline.c -------------- */
 
@@ -217,8 +220,8 @@ void sp__http_deadline_free(sp__http_deadline_t *d);
 /* sp__http_read (or, with `borrowed`, sp__http_read_lent) ending by
  * deadline (0: none), enforced by d's timer; d NULL: by each wait's own
  * timeout. -ETIMEDOUT at the deadline. */
-ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_buf_t *in, bool *borrowed,
-                         size_t size, uint64_t deadline, bool *drained);
+ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,
+                         bool *borrowed, size_t size, uint64_t deadline, bool *drained);
 
 /* ---- responses: http_response.c ------------------------------------------ */
 

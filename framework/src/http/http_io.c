@@ -6,8 +6,10 @@
  * flavour of the library, and because sendfile(2) is not hooked at all.
  * MSG_NOSIGNAL: a client that went away gives EPIPE, never SIGPIPE. */
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/iov.h"
 #include "http_internal.h"
@@ -89,14 +91,35 @@ static ssize_t read_some(int fd, sp_buf_t *in, bool *borrowed, size_t size,
     }
 }
 
+/* One TLS read into `in`: sp_tls_read waits itself (bytes may sit in
+ * its buffers with the socket empty, so there is no drained hint). */
+static ssize_t tls_read(sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed, size_t size,
+                        uint64_t deadline)
+{
+    int64_t us = sp__http_left_us(deadline);
+    if (us == 0)
+        return -ETIMEDOUT;
+    if (borrowed)
+        sp__http_scratch_borrow(in, borrowed, SP__SCRATCH_IN);
+    char *dst = sp__buf_reserve(in, size);
+    ssize_t n = dst ? sp_tls_read(tls, dst, size, us) : -ENOMEM;
+    if (n > 0)
+        sp__buf_commit(in, (size_t)n);
+    if (borrowed)
+        sp__http_scratch_return(in, borrowed, SP__SCRATCH_IN);
+    return n;
+}
+
 ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool *drained)
 {
     return read_some(fd, in, NULL, size, deadline, drained);
 }
 
-ssize_t sp__http_read_lent(int fd, sp_buf_t *in, bool *borrowed, size_t size,
-                           uint64_t deadline, bool *drained)
+ssize_t sp__http_read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
+                           size_t size, uint64_t deadline, bool *drained)
 {
+    if (tls)
+        return tls_read(tls, in, borrowed, size, deadline);
     return read_some(fd, in, borrowed, size, deadline, drained);
 }
 
@@ -110,6 +133,22 @@ static struct iovec *advance(struct iovec *iov, int *n, size_t done)
 
 enum { MAX_IOV = 4 };
 
+/* TLS output: each piece with sp_tls_write, which writes all of it (its
+ * own waits bounded as the plain path's are). */
+static int tls_send(sp__http_out_t *o, const struct iovec *iov, int cnt)
+{
+    for (int i = 0; i < cnt; i++) {
+        int64_t us = sp__http_cut_us(o->timeout_us, o->until_ns);
+        if (us == 0)
+            return -ETIMEDOUT;
+        ssize_t w = sp_tls_write(o->tls, iov[i].iov_base, iov[i].iov_len, us);
+        if (w < 0)
+            return (int)w;
+        o->written += iov[i].iov_len;
+    }
+    return 0;
+}
+
 int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
 {
     struct iovec vec[MAX_IOV];
@@ -119,6 +158,11 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
     for (int i = 0; i < n && cnt < MAX_IOV; i++)
         if (extra[i].iov_len)
             vec[cnt++] = extra[i];
+    if (o->tls) {
+        int rc = tls_send(o, vec, cnt);
+        sp__buf_clear(&o->buf);
+        return rc;
+    }
     struct iovec *iov = vec;
     int rc = 0;
     while (cnt) {
@@ -149,11 +193,39 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
     return rc;
 }
 
+/* A file over TLS: read in pieces, each written with sp_tls_write (the
+ * kernel cannot encrypt it here: no kTLS). */
+static int tls_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len, size_t *sent)
+{
+    enum { PIECE = 64 * 1024 };
+    char *piece = malloc(PIECE);
+    int rc = piece ? 0 : -ENOMEM;
+    while (rc == 0 && len) {
+        ssize_t r = pread(file_fd, piece, len < PIECE ? len : PIECE, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = r < 0 ? -errno : -EIO; /* shrunk meanwhile */
+            break;
+        }
+        rc = tls_send(o, &(struct iovec){piece, (size_t)r}, 1);
+        if (rc == 0) {
+            off += r;
+            len -= (size_t)r;
+            *sent += (size_t)r;
+        }
+    }
+    free(piece);
+    return rc;
+}
+
 int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
                           size_t *sent)
 {
     int rc = sp__http_out_flush(o, NULL, 0);
     *sent = 0;
+    if (rc == 0 && o->tls)
+        return tls_sendfile(o, file_fd, off, len, sent);
     while (rc == 0 && len) {
         ssize_t w = sendfile(o->fd, file_fd, &off, len);
         if (w > 0) {

@@ -157,7 +157,7 @@ static void drain(sp_ws_t *ws)
     uint64_t until = sp__http_deadline(ws->opts.close_timeout_us);
     for (size_t dropped = 0; dropped < DRAIN_BYTES;) {
         sp_buf_clear(&ws->in);
-        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, &ws->in_borrowed,
+        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, ws->out.tls, &ws->in, &ws->in_borrowed,
                                      READ_SIZE, until, &ws->drained);
         if (n <= 0)
             break;
@@ -263,7 +263,7 @@ static int pump(sp_ws_t *ws, sp_ws_msg_t *msg, uint64_t until)
             return going_away(ws);
         uint64_t idle = ws->idle_deadline;
         uint64_t at = idle && (!until || idle < until) ? idle : until;
-        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, &ws->in, &ws->in_borrowed,
+        ssize_t n = sp__http_read_by(ws->deadline, ws->fd, ws->out.tls, &ws->in, &ws->in_borrowed,
                                      READ_SIZE, at, &ws->drained);
         if (n > 0) {
             touch(ws);

@@ -67,6 +67,7 @@ int sp_ws_serve(sp_http_request_t *req, sp_http_response_t *res,
     }
     sp_ws_t ws;
     sp__ws_init(&ws, fd, false, opts, &rest);
+    ws.out.tls = res->out->tls; /* wss: the connection's TLS session */
     ws.req = req;
     ws.stopping = res->stopping;
     fn(&ws, arg);
