@@ -5,9 +5,26 @@
 #define SP_HOOK_UTIL_H
 
 #include <check.h>
+#include <stdint.h>
 
 #include <spindle/iomanager.h>
 #include <spindle/scheduler.h>
+
+/* A fiber that does nothing: the second of run_on_one_worker when only
+ * the first matters. */
+static inline void hook_nothing(void *arg)
+{
+    (void)arg;
+}
+
+/* Jobs the helper pool has run so far (sp_blocking_stats): a call that
+ * went to a helper moves it by one per job. */
+static inline uint64_t helper_jobs(void)
+{
+    sp_blocking_stats_t st;
+    ck_assert_int_eq(sp_blocking_stats(&st), 0);
+    return st.jobs;
+}
 
 /* Run first, then second, as fibers on a one-worker IOManager; return
  * once both (and whatever they started) have finished. */

@@ -139,8 +139,23 @@ bool rs_start(rs_server_t *s, char *const argv[], const char *ready, int timeout
     if (read_until(s, ready, timeout_ms))
         return true;
     snprintf(s->error, sizeof s->error, "%s did not say '%s' within %d ms; it printed: %.300s",
-             argv[0], ready, timeout_ms, s->log);
+             argv[0], ready ? ready : "(its end)", timeout_ms, s->log);
     rs_stop(s);
+    return false;
+}
+
+bool rs_run(rs_server_t *s, char *const argv[], int timeout_ms)
+{
+    if (!rs_start(s, argv, NULL, timeout_ms)) /* NULL: until its output ends */
+        return false;
+    int status = 0;
+    waitpid(s->pid, &status, 0);
+    close(s->out);
+    s->pid = -1;
+    s->out = -1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return true;
+    snprintf(s->error, sizeof s->error, "%s failed; it printed: %.300s", argv[0], s->log);
     return false;
 }
 

@@ -28,6 +28,11 @@ typedef struct rs_server {
  * the child stopped if it exits or stays silent. */
 bool rs_start(rs_server_t *s, char *const argv[], const char *ready, int timeout_ms);
 
+/* Run a command of the same kind (argv[0] a path; no LD_PRELOAD, as for a
+ * server) to its end within timeout_ms: true when it exits 0, else false
+ * with s->error saying what it printed. */
+bool rs_run(rs_server_t *s, char *const argv[], int timeout_ms);
+
 /* Start a server on a free port: spawn(port) starts it on `port` (with
  * rs_start) and says whether it did. The free port may be taken again
  * before the server binds it, so up to 3 attempts, each with a fresh one.

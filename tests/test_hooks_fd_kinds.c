@@ -169,14 +169,9 @@ static void nonblocking_asked(void *arg)
     close(f);
 }
 
-static void nothing(void *arg)
-{
-    (void)arg;
-}
-
 START_TEST(nonblocking_as_asked)
 {
-    run_on_one_worker(nonblocking_asked, nothing);
+    run_on_one_worker(nonblocking_asked, hook_nothing);
 }
 END_TEST
 

@@ -89,27 +89,15 @@ static void writes_file(void *arg)
     close(fd);
 }
 
-static void nothing(void *arg)
-{
-    (void)arg;
-}
-
-static uint64_t helper_jobs(void)
-{
-    sp_blocking_stats_t st;
-    ck_assert_int_eq(sp_blocking_stats(&st), 0);
-    return st.jobs;
-}
-
 START_TEST(offloaded_calls_move_the_same_bytes)
 {
     mode = _i;
     uint64_t before = helper_jobs();
-    run_on_one_worker(reads_file, nothing);
+    run_on_one_worker(reads_file, hook_nothing);
     /* 8 jobs for the 8 MiB, then pread, readv, read. */
     ck_assert_uint_eq(helper_jobs() - before, mode == M_OFF ? 0 : SIZE / (1 << 20) + 3);
     before = helper_jobs();
-    run_on_one_worker(writes_file, nothing);
+    run_on_one_worker(writes_file, hook_nothing);
     /* 4 + 8 (writev: one copy of 4 MiB) + pwrite, fsync, fdatasync. */
     ck_assert_uint_eq(helper_jobs() - before, mode == M_OFF ? 0 : 4 + 4 + 3);
     int f = open(path, O_RDWR);
@@ -144,7 +132,7 @@ static void reads_direct(void *arg)
 START_TEST(offload_keeps_o_direct_working)
 {
     uint64_t before = helper_jobs();
-    run_on_one_worker(reads_direct, nothing);
+    run_on_one_worker(reads_direct, hook_nothing);
     ck_assert_int_eq(direct_rc, 4096);
     ck_assert_uint_le(helper_jobs() - before, 1);
 }

@@ -62,13 +62,6 @@ static int kind;
 static char in_fiber[512];
 static uint64_t jobs_before, jobs_during;
 
-static uint64_t helper_jobs(void)
-{
-    sp_blocking_stats_t st;
-    ck_assert_int_eq(sp_blocking_stats(&st), 0);
-    return st.jobs;
-}
-
 static void lookup_fiber(void *arg)
 {
     (void)arg;
@@ -77,18 +70,13 @@ static void lookup_fiber(void *arg)
     jobs_during = helper_jobs() - jobs_before;
 }
 
-static void nothing(void *arg)
-{
-    (void)arg;
-}
-
 START_TEST(same_answer_on_a_helper)
 {
     kind = _i;
     char on_thread[512];
     lookup(kind, on_thread, sizeof on_thread);
     ck_assert_str_ne(on_thread, "none");
-    run_on_one_worker(lookup_fiber, nothing);
+    run_on_one_worker(lookup_fiber, hook_nothing);
     ck_assert_str_eq(in_fiber, on_thread);
     ck_assert_uint_eq(jobs_during, 1);
 }

@@ -12,8 +12,6 @@
  * succeed. Built twice, like test_hooks. */
 #include <check.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "clients.h"
 #include "real_check.h"
@@ -52,26 +50,12 @@ static void s_server_start(void)
     }
     snprintf(cert, sizeof cert, "%s/cert.pem", dir);
     snprintf(key, sizeof key, "%s/key.pem", dir);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd,
-             "%s req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
-             "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout %s -out %s "
-             ">/dev/null 2>&1",
-             SP_OPENSSL, key, cert);
-    /* The preload flavour's LD_PRELOAD is for this process only: a
-     * sanitizer build's preload library cannot load into the shell. */
-    char *preload = getenv("LD_PRELOAD");
-    preload = preload ? strdup(preload) : NULL;
-    unsetenv("LD_PRELOAD");
-    int made = system(cmd);
-    if (preload)
-        setenv("LD_PRELOAD", preload, 1);
-    free(preload);
-    if (made != 0) {
-        snprintf(tls.error, sizeof tls.error, "%.60s req could not make a certificate in %.300s",
-                 SP_OPENSSL, dir);
-        return;
-    }
+    char *argv[] = {SP_OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", key, "-out", cert,
+                    NULL};
+    if (!rs_run(&tls, argv, 30000))
+        return; /* tls.error says why */
     tls_port = rs_start_on_free_port(&tls, s_server_spawn);
 }
 
