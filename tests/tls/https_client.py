@@ -1,6 +1,8 @@
 """test_https's Python client: PORT CA SIZE. Prints one line per check:
 the whole file through http.client, two pipelined requests in one TLS
-write, one WebSocket message over TLS (Python's websockets)."""
+write, three requests as three TLS records in one TCP send (the server
+reads ahead: the later records sit in OpenSSL, not in the socket), one
+WebSocket message over TLS (Python's websockets)."""
 import asyncio
 import http.client
 import socket
@@ -25,6 +27,30 @@ while got.count(b"Hello, World!") < 2:
         break
     got += more
 print("pipelined", got.count(b"HTTP/1.1 200"))
+
+raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+obj = ctx.wrap_bio(inc, out, server_hostname="127.0.0.1")
+while True:
+    try:
+        obj.do_handshake()
+        break
+    except ssl.SSLWantReadError:
+        raw.sendall(out.read())
+        inc.write(raw.recv(65536))
+for _ in range(3):
+    obj.write(b"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n")
+raw.sendall(out.read())  # the handshake's end and three records at once
+got = b""
+while got.count(b"Hello, World!") < 3:
+    try:
+        got += obj.read(4096)
+    except ssl.SSLWantReadError:
+        more = raw.recv(65536)
+        if not more:
+            break
+        inc.write(more)
+print("records", got.count(b"HTTP/1.1 200"))
 
 import websockets  # Debian python3-websockets
 

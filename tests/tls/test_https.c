@@ -1,7 +1,8 @@
 /* The HTTP server over TLS (sp_http_server_opts_t.tls): the same handlers
  * serve HTTPS. curl with the test CA: a GET, two requests on one kept-alive
  * connection, a static file whole and by Range; Python's ssl + http.client
- * for a large file; two pipelined requests in one TLS write; a WebSocket
+ * for a large file; two pipelined requests in one TLS write; three TLS
+ * records in one TCP send (read ahead into OpenSSL); a WebSocket
  * endpoint over TLS (wss, Python's websockets); a client that speaks plain
  * HTTP to the TLS port is dropped while the server serves on. */
 #include <check.h>
@@ -145,6 +146,7 @@ START_TEST(python_file_pipelining_and_wss)
     ck_assert_int_eq(tls_run(cmd, out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "file 300000 True"));
     ck_assert_ptr_nonnull(strstr(out, "pipelined 2"));
+    ck_assert_ptr_nonnull(strstr(out, "records 3"));
     ck_assert_ptr_nonnull(strstr(out, "wss over tls"));
     stop();
 }

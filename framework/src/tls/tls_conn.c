@@ -90,7 +90,10 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
                  uint64_t deadline)
 {
     for (;;) {
-        ERR_clear_error();
+        /* OpenSSL wants an empty queue before the call; peeking is cheaper
+         * than clearing its sixteen slots every time. */
+        if (ERR_peek_error())
+            ERR_clear_error();
         c->sock.err = 0;
         int r = op(c->ssl, buf, len, done);
         if (r > 0)
@@ -99,8 +102,10 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
         if (e == SSL_ERROR_WANT_READ) {
             /* SSL_MODE_RELEASE_BUFFERS frees the read buffer only once a
              * record is consumed: a handshake waiting for its peer would
-             * keep it (16 KiB a connection). Freed unless it holds bytes. */
-            SSL_free_buffers(c->ssl);
+             * keep it (16 KiB a connection). Freed unless it holds bytes.
+             * Afterwards the mode does it by itself. */
+            if (!SSL_is_init_finished(c->ssl))
+                SSL_free_buffers(c->ssl);
             event = SP_IO_READ;
         } else if (e == SSL_ERROR_WANT_WRITE)
             event = SP_IO_WRITE;
