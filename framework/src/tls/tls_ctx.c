@@ -84,10 +84,6 @@ static int ctx_common(const sp_tls_config_t *cfg, SSL_CTX *ctx)
     SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    /* Read whole socket buffers, not a record's 5-byte header and then its
-     * body: one recv per request instead of two. The reads never wait
-     * before asking OpenSSL (sp_tls_read), so bytes it holds are seen. */
-    SSL_CTX_set_read_ahead(ctx, 1);
     /* A TCP end without close_notify reads as end of stream (see
      * sp_tls_read): HTTP and the like frame their messages themselves. */
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
