@@ -23,9 +23,11 @@ test: deps build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 # `make run` starts the config-driven daemon in the foreground: HTTP on
-# 127.0.0.1:8080, echo on 127.0.0.1:9000 (conf/spindle.yml; Ctrl-C stops it
-# gracefully, docs/daemon.md).
+# 127.0.0.1:8080, HTTPS on 127.0.0.1:8443, echo on 127.0.0.1:9000
+# (conf/spindle.yml; Ctrl-C stops it gracefully, docs/daemon.md). The HTTPS
+# certificate is self-signed, made once in run/tls/ (git-ignored).
 run: deps build
+	@scripts/dev_cert.sh run/tls
 	@$(BUILD)/bin/spindled -c conf/spindle.yml
 
 bench:

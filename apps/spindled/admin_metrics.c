@@ -188,8 +188,10 @@ void spindled_collect(sp_metrics_out_t *o, void *arg)
     fibers(o);
     helpers(o);
     http(o, "http", s->http);
+    http(o, "https", s->https);
     http(o, "admin", s->admin);
     listeners(o, "http", s->http, &app_http_ops);
+    listeners(o, "https", s->https, &app_http_ops);
     listeners(o, "admin", s->admin, &app_http_ops);
     listeners(o, "echo", s->echo, &app_tcp_ops);
     process(o);

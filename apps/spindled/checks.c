@@ -3,8 +3,8 @@
  * exit 2; on SIGHUP: the old configuration stays), rather than found by a
  * worker that then fails to start and is restarted again and again.
  *
- * Relative http.root and pid_file paths are taken from the directory
- * spindled started in, as main.c resolves them (a daemon works in /). Unix
+ * Relative http.root, pid_file and https.cert/key paths are taken from the
+ * directory spindled started in, as main.c resolves them (a daemon works in /). Unix
  * socket paths are bound as written, so they are checked as written. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,9 +37,8 @@ static const char *shown(const char *text, char *buf, size_t size)
     return buf;
 }
 
-/* `path` taken from the start directory; NULL when too long. */
-static const char *from_start(const spindled_t *d, const char *path, char *buf,
-                              size_t size)
+const char *spindled_from_start(const spindled_t *d, const char *path, char *buf,
+                                size_t size)
 {
     if (*path == '/')
         return path;
@@ -92,7 +91,7 @@ static int check_path(const sp_cvalue_t *v, char *msg, size_t len, const spindle
     char buf[PATH_MAX], show[80];
     if (!*v->u.s)
         return 0;
-    const char *path = from_start(d, v->u.s, buf, sizeof buf);
+    const char *path = spindled_from_start(d, v->u.s, buf, sizeof buf);
     if (!path)
         return REFUSE("path too long");
     return usable(path, shown(v->u.s, show, sizeof show), msg, len);
@@ -182,36 +181,6 @@ static int check_server_name(const sp_cvalue_t *v, char *msg, size_t len, void *
     return 0;
 }
 
-int spindled_check_servers(const spindled_t *d)
-{
-    const spindled_vars_t *v = &d->v;
-    if (!sp_cvar_bool(v->http_enabled) || !sp_cvar_bool(v->echo_enabled))
-        return 0;
-    const sp_strlist_t *h = sp_cvar_list(v->http_listen), *e = sp_cvar_list(v->echo_listen);
-    /* Both lists passed their checks (at most 16 addresses that resolve);
-     * a name that stops resolving now is left to the worker. */
-    sp_addr_t ha[SP_TCP_SERVER_MAX_ADDRS], ea;
-    bool ok[SP_TCP_SERVER_MAX_ADDRS];
-    size_t hn = h->n < SP_TCP_SERVER_MAX_ADDRS ? h->n : SP_TCP_SERVER_MAX_ADDRS;
-    for (size_t j = 0; j < hn; j++)
-        ok[j] = sp_addr_resolve(h->items[j], &ha[j], 1) == 1;
-    for (size_t i = 0; i < e->n; i++) {
-        if (sp_addr_resolve(e->items[i], &ea, 1) != 1)
-            continue;
-        for (size_t j = 0; j < hn; j++) {
-            char se[80], sh[80];
-            if (!ok[j] || !clash(&ea, &ha[j]))
-                continue;
-            fprintf(stderr, "%s: %s: echo.listen: '%s' clashes with '%s' of http.listen (%s)\n",
-                    spindled_name, sp_cvar_source(v->echo_listen),
-                    shown(e->items[i], se, sizeof se), shown(h->items[j], sh, sizeof sh),
-                    sp_cvar_source(v->http_listen));
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
 /* Reachable from this host only: loopback, or a Unix socket. */
 static bool local_only(const sp_addr_t *a)
 {
@@ -235,11 +204,59 @@ static const char *clashes_with(const sp_addr_t *a, const sp_cvar_t *list)
     return NULL;
 }
 
+/* The listen lists of the public servers that are enabled, in the order
+ * their clashes are told (a later one against an earlier one). */
+static int public_lists(const spindled_vars_t *v, const sp_cvar_t *out[3])
+{
+    const sp_cvar_t *all[][2] = {{v->http_enabled, v->http_listen},
+                                 {v->https_enabled, v->https_listen},
+                                 {v->echo_enabled, v->echo_listen}};
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (sp_cvar_bool(all[i][0]))
+            out[n++] = all[i][1];
+    return n;
+}
+
+/* "NAME: 'text' clashes with 'hit' of OTHER (source)", with the sources. */
+static int told_clash(const sp_cvar_t *v, const char *text, const char *hit,
+                      const sp_cvar_t *other)
+{
+    char show[80], show_hit[80];
+    fprintf(stderr, "%s: %s: %s: '%s' clashes with '%s' of %s (%s)\n", spindled_name,
+            sp_cvar_source(v), sp_cvar_name(v), shown(text, show, sizeof show),
+            shown(hit, show_hit, sizeof show_hit), sp_cvar_name(other),
+            sp_cvar_source(other));
+    return -EINVAL;
+}
+
+int spindled_check_servers(const spindled_t *d)
+{
+    const sp_cvar_t *lists[3];
+    int n = public_lists(&d->v, lists);
+    /* Every list passed its checks (addresses that resolve); a name that
+     * stops resolving now is left to the worker. */
+    for (int i = 1; i < n; i++) {
+        const sp_strlist_t *l = sp_cvar_list(lists[i]);
+        for (size_t k = 0; k < l->n; k++) {
+            sp_addr_t a;
+            if (sp_addr_resolve(l->items[k], &a, 1) != 1)
+                continue;
+            for (int j = 0; j < i; j++) {
+                const char *hit = clashes_with(&a, lists[j]);
+                if (hit)
+                    return told_clash(lists[i], l->items[k], hit, lists[j]);
+            }
+        }
+    }
+    return 0;
+}
+
 int spindled_check_admin(const spindled_t *d)
 {
     const spindled_vars_t *v = &d->v;
     const char *text = sp_cvar_string(v->admin_listen);
-    char show[80], other[80];
+    char show[80];
     sp_addr_t a;
     if (!*text || sp_addr_resolve(text, &a, 1) != 1) /* empty, or its check said */
         return 0;
@@ -251,17 +268,12 @@ int spindled_check_admin(const spindled_t *d)
                 spindled_name, sp_cvar_source(v->admin_listen), show);
         return -EINVAL;
     }
-    const sp_cvar_t *lists[] = {v->http_enabled, v->http_listen, v->echo_enabled,
-                                v->echo_listen};
-    for (int i = 0; i < 4; i += 2) {
-        const char *hit = sp_cvar_bool(lists[i]) ? clashes_with(&a, lists[i + 1]) : NULL;
-        if (!hit)
-            continue;
-        fprintf(stderr, "%s: %s: admin.listen: '%s' clashes with '%s' of %s (%s)\n",
-                spindled_name, sp_cvar_source(v->admin_listen), show,
-                shown(hit, other, sizeof other), sp_cvar_name(lists[i + 1]),
-                sp_cvar_source(lists[i + 1]));
-        return -EINVAL;
+    const sp_cvar_t *lists[3];
+    int n = public_lists(v, lists);
+    for (int i = 0; i < n; i++) {
+        const char *hit = clashes_with(&a, lists[i]);
+        if (hit)
+            return told_clash(v->admin_listen, text, hit, lists[i]);
     }
     return 0;
 }
@@ -278,6 +290,42 @@ static int check_admin_listen(const sp_cvalue_t *v, char *msg, size_t len, void 
                   shown(v->u.s, show, sizeof show));
 }
 
+static int check_protocols(const sp_cvalue_t *v, char *msg, size_t len, void *arg)
+{
+    (void)arg;
+    char show[80];
+    if (!strcmp(v->u.s, "TLSv1.2") || !strcmp(v->u.s, "TLSv1.3"))
+        return 0;
+    return REFUSE("'%s' is not TLSv1.2 or TLSv1.3 (the oldest protocol accepted)",
+                  shown(v->u.s, show, sizeof show));
+}
+
+/* A start-up rule broken: "spindled: SOURCE: NAME: why". */
+static int told(const sp_cvar_t *v, const char *why)
+{
+    fprintf(stderr, "%s: %s: %s: %s\n", spindled_name, sp_cvar_source(v), sp_cvar_name(v),
+            why);
+    return -EINVAL;
+}
+
+int spindled_check_https(const spindled_t *d)
+{
+    const spindled_vars_t *v = &d->v;
+    if (sp_cvar_bool(v->http_redirect_https) && !sp_cvar_bool(v->https_enabled))
+        return told(v->http_redirect_https,
+                    "true needs the HTTPS server to send clients to (https.enabled: true)");
+    if (!sp_cvar_bool(v->https_enabled))
+        return 0;
+    if (!*d->tls_cert || !*d->tls_key)
+        return told(v->https_enabled, "true needs https.cert and https.key (PEM files: the "
+                                      "certificate and its private key)");
+    /* Read the files now, so that a bad one stops the start with OpenSSL's
+     * reason instead of failing every worker. */
+    sp_tls_config_t *tls = spindled_tls_config(d);
+    sp_tls_config_free(tls);
+    return tls ? 0 : -EINVAL;
+}
+
 int spindled_add_checks(spindled_t *d)
 {
     if (!getcwd(d->start_dir, sizeof d->start_dir))
@@ -291,6 +339,8 @@ int spindled_add_checks(spindled_t *d)
         {d->v.http_listen, check_listen, "http"},
         {d->v.http_root, check_root, d},
         {d->v.http_server_name, check_server_name, NULL},
+        {d->v.https_listen, check_listen, "https"},
+        {d->v.https_protocols, check_protocols, NULL},
         {d->v.echo_listen, check_listen, "echo"},
         {d->v.admin_listen, check_admin_listen, NULL},
     };

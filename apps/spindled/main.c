@@ -3,12 +3,12 @@
  *   spindled -c conf/spindle.yml [-d] [-s key=value]... [--print-config]
  *
  * Serves what the configuration lists: an HTTP server (/plaintext, /json,
- * a static root, and when enabled /status and /slow?ms=N), an echo
- * server and, when admin.listen is set, an admin listener (/metrics,
+ * a static root, and when enabled /status and /slow?ms=N), the same routes
+ * over TLS (https, when enabled), an echo server and, when admin.listen is set, an admin listener (/metrics,
  * /status, /debug/fibers). -d detaches;
  * a supervisor process restarts the worker when it dies (spindle/daemon.h).
- * SIGTERM/SIGINT stop gracefully, SIGHUP reloads the configuration and
- * reopens log files. --print-config prints every variable, its value and
+ * SIGTERM/SIGINT stop gracefully, SIGHUP reloads the configuration, reads
+ * the HTTPS certificate again and reopens log files. --print-config prints every variable, its value and
  * where it came from, then exits. docs/daemon.md has the details and
  * conf/spindle.example.yml every option.
  */
@@ -90,6 +90,28 @@ static int declare(spindled_vars_t *v)
         {"http.ws_echo_route", SP_CVAR_BOOL, "false", NULL, NULL,
          "serve /echo: a WebSocket endpoint sending every message back",
          &v->http_ws_echo_route},
+        {"http.redirect_https", SP_CVAR_BOOL, "false", NULL, NULL,
+         "answer every HTTP request with 308 to the same URL on the HTTPS server",
+         &v->http_redirect_https},
+        {"https.enabled", SP_CVAR_BOOL, "false", NULL, NULL,
+         "run the HTTPS server (the HTTP server's routes over TLS)", &v->https_enabled},
+        {"https.listen", SP_CVAR_LIST, "[127.0.0.1:8443]", NULL, NULL, "HTTPS addresses",
+         &v->https_listen},
+        {"https.cert", SP_CVAR_STRING, "", NULL, NULL,
+         "certificate file (PEM; the chain after the leaf), read again on SIGHUP",
+         &v->https_cert},
+        {"https.key", SP_CVAR_STRING, "", NULL, NULL,
+         "private key file (PEM), read again on SIGHUP", &v->https_key},
+        {"https.protocols", SP_CVAR_STRING, "TLSv1.2", NULL, NULL,
+         "oldest protocol accepted: TLSv1.2 or TLSv1.3", &v->https_protocols},
+        {"https.ciphers", SP_CVAR_STRING, "", NULL, NULL,
+         "TLS 1.2 cipher list (OpenSSL syntax); empty: ECDHE with AES-GCM or "
+         "ChaCha20-Poly1305", &v->https_ciphers},
+        {"https.ciphersuites", SP_CVAR_STRING, "", NULL, NULL,
+         "TLS 1.3 cipher suites; empty: OpenSSL's defaults", &v->https_ciphersuites},
+        {"https.handshake_timeout", SP_CVAR_DURATION, "10s", "1ms", "1h",
+         "time a new connection has to finish its TLS handshake",
+         &v->https_handshake_timeout},
         {"echo.enabled", SP_CVAR_BOOL, "true", NULL, NULL, "run the echo server",
          &v->echo_enabled},
         {"echo.listen", SP_CVAR_LIST, "[127.0.0.1:9000]", NULL, NULL, "echo addresses",
@@ -163,12 +185,29 @@ int spindled_reload(spindled_t *d)
     return rc;
 }
 
+/* A path variable taken from the start directory into buf[PATH_MAX] (""
+ * stays ""). */
+static int from_start(const spindled_t *d, const sp_cvar_t *v, char *buf)
+{
+    const char *path = sp_cvar_string(v);
+    const char *full = *path ? spindled_from_start(d, path, buf, PATH_MAX) : "";
+    if (full && strlen(full) < PATH_MAX) {
+        memmove(buf, full, strlen(full) + 1);
+        return 0;
+    }
+    fprintf(stderr, "%s: %s: path too long\n", spindled_name, sp_cvar_name(v));
+    return -ENAMETOOLONG;
+}
+
 static int absolute_paths(spindled_t *d, const char *config)
 {
     if (config && !realpath(config, d->config_path)) {
         fprintf(stderr, "%s: %s: %s\n", spindled_name, config, strerror(errno));
         return -errno;
     }
+    if (!config && (from_start(d, d->v.https_cert, d->tls_cert) < 0 ||
+                    from_start(d, d->v.https_key, d->tls_key) < 0))
+        return -ENAMETOOLONG;
     const char *root = sp_cvar_string(d->v.http_root);
     if (*root && !realpath(root, d->root)) {
         fprintf(stderr, "%s: http.root %s: %s\n", spindled_name, root, strerror(errno));
@@ -239,7 +278,7 @@ int main(int argc, char **argv)
         return 2;
     if (c.print_config)
         return sp_config_print(NULL, stdout) == 0 ? 0 : 1;
-    if (absolute_paths(&d, NULL) < 0)
+    if (absolute_paths(&d, NULL) < 0 || spindled_check_https(&d) < 0)
         return 2;
     return run(&d, c.detach);
 }

@@ -22,7 +22,9 @@ typedef struct spindled_vars {
         *http_body_timeout, *http_send_timeout, *http_handler_deadline, *http_max_body,
         *http_max_conns,
         *http_server_name, *http_access_log, *http_status_route, *http_slow_route,
-        *http_ws_echo_route;
+        *http_ws_echo_route, *http_redirect_https;
+    sp_cvar_t *https_enabled, *https_listen, *https_cert, *https_key, *https_protocols,
+        *https_ciphers, *https_ciphersuites, *https_handshake_timeout;
     sp_cvar_t *echo_enabled, *echo_listen, *echo_max_conns, *echo_idle_timeout,
         *echo_write_timeout;
     sp_cvar_t *admin_listen, *admin_allow_public;
@@ -33,6 +35,9 @@ typedef struct spindled {
     char config_path[PATH_MAX]; /* absolute (a daemon runs in /); "" = none */
     char root[PATH_MAX];        /* http.root made absolute at start */
     char start_dir[PATH_MAX];   /* where relative paths are taken from */
+    char tls_cert[PATH_MAX];    /* https.cert and https.key taken from */
+    char tls_key[PATH_MAX];     /* start_dir at start (not resolved: a
+                                   renewal may replace a symbolic link) */
 } spindled_t;
 
 /* What a worker process runs (worker.c; the admin listener: admin.c). */
@@ -41,6 +46,9 @@ typedef struct spindled_servers {
     sp_http_router_t *routes;
     sp_http_static_t *files;
     sp_http_server_t *http;
+    sp_http_server_t *https; /* NULL unless https.enabled */
+    sp_tls_config_t *tls;    /* https's certificate, read again on SIGHUP */
+    int https_port;          /* where http.redirect_https sends clients */
     sp_tcp_server_t *echo;
     app_echo_t *echo_service; /* the echo handler and its timeouts */
     sp_http_router_t *admin_routes;
@@ -56,10 +64,30 @@ extern const char *const spindled_name;
  * directory. 0 or a negative errno. */
 int spindled_add_checks(spindled_t *d);
 
-/* The rule no single value can check: the HTTP and echo servers (both
- * enabled) listen on no common address. Prints the clash with both
+/* The rule no single value can check: the HTTP, HTTPS and echo servers
+ * (those enabled) listen on no common address. Prints the clash with both
  * sources; 0 or -EINVAL. Checked at start: addresses are only read then. */
 int spindled_check_servers(const spindled_t *d);
+
+/* `path` taken from the start directory into buf (an absolute path as
+ * it is); NULL when too long. */
+const char *spindled_from_start(const spindled_t *d, const char *path, char *buf,
+                                size_t size);
+
+/* https.enabled needs https.cert and https.key, and they must make a TLS
+ * configuration (read now: OpenSSL's reason is printed); http.redirect_https
+ * needs https.enabled. Call after main.c made the paths absolute. Prints
+ * why; 0 or -EINVAL. */
+int spindled_check_https(const spindled_t *d);
+
+/* HTTPS (https.c). The TLS configuration of the https variables, or NULL
+ * with the reason printed on stderr. */
+sp_tls_config_t *spindled_tls_config(const spindled_t *d);
+/* The handler of http.redirect_https; arg: the spindled_servers_t, whose
+ * https_port is set before the HTTP server starts. */
+int spindled_redirect(sp_http_request_t *req, sp_http_response_t *res, void *arg);
+/* SIGHUP: read the certificate and key files again, and log the result. */
+void spindled_tls_reload(spindled_servers_t *s);
 
 /* The admin listener is refused at start on an address other programs
  * on other hosts could reach, unless admin.allow_public, and on one that

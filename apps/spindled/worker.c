@@ -1,5 +1,5 @@
-/* spindled's worker process: the HTTP and echo servers of the
- * configuration, one IOManager for both, and the signal loop.
+/* spindled's worker process: the HTTP, HTTPS and echo servers of the
+ * configuration, one IOManager for all, and the signal loop.
  *
  * Signals are blocked in every thread (the IOManager's workers inherit the
  * mask set before they start) and taken here with sigwait: stopping and
@@ -130,19 +130,56 @@ static int listen_all(const sp_cvar_t *list, const app_server_ops_t *ops, void *
     return app_listen_all(ops, srv, l->items, l->n, prefix);
 }
 
+/* The routes both web servers serve; made once, for the first of them. */
+static int routes(servers_t *s)
+{
+    if (!s->routes)
+        s->routes = make_routes(s->d, &s->files);
+    return !s->routes || (*s->d->root && !s->files) ? -errno : 0;
+}
+
 static int create_http(servers_t *s)
 {
     spindled_vars_t *v = &s->d->v;
     if (!sp_cvar_bool(v->http_enabled))
         return 0;
-    s->routes = make_routes(s->d, &s->files);
-    if (!s->routes || (*s->d->root && !s->files))
-        return -errno;
     sp_http_server_opts_t o = http_opts(v);
-    s->http = sp_http_server_create(s->io, sp_http_router_dispatch, s->routes, &o);
+    if (sp_cvar_bool(v->http_redirect_https))
+        s->http = sp_http_server_create(s->io, spindled_redirect, s, &o);
+    else if (routes(s) == 0)
+        s->http = sp_http_server_create(s->io, sp_http_router_dispatch, s->routes, &o);
     if (!s->http)
         return -errno;
     return listen_all(v->http_listen, &app_http_ops, s->http);
+}
+
+static int create_https(servers_t *s)
+{
+    spindled_vars_t *v = &s->d->v;
+    if (!sp_cvar_bool(v->https_enabled))
+        return 0;
+    int rc = routes(s);
+    if (rc < 0)
+        return rc;
+    if (!(s->tls = spindled_tls_config(s->d)))
+        return -errno;
+    sp_http_server_opts_t o = http_opts(v);
+    o.tls = s->tls;
+    if (!(s->https = sp_http_server_create(s->io, sp_http_router_dispatch, s->routes, &o)))
+        return -errno;
+    return listen_all(v->https_listen, &app_http_ops, s->https);
+}
+
+/* The port of the HTTPS server's first TCP address (port 0 in the file:
+ * the one the kernel chose), for http.redirect_https. */
+static int https_port(const servers_t *s)
+{
+    for (int i = 0; s->https && i < app_http_ops.naddrs(s->https); i++) {
+        sp_addr_t a;
+        if (app_http_ops.addr(s->https, i, &a) == 0 && sp_addr_port(&a) > 0)
+            return sp_addr_port(&a);
+    }
+    return 443;
 }
 
 static int create_echo(servers_t *s)
@@ -180,6 +217,10 @@ static int start(servers_t *s)
         fprintf(stderr, "%s: %s\n", spindled_name, strerror(-rc));
         return rc;
     }
+    /* HTTPS first: a redirect names its port. */
+    if (s->https && (rc = sp_http_server_start(s->https)) < 0)
+        return bind_failed(rc, v->https_listen);
+    s->https_port = https_port(s);
     if (s->http && (rc = sp_http_server_start(s->http)) < 0)
         return bind_failed(rc, v->http_listen);
     if (s->echo && (rc = sp_tcp_server_start(s->echo)) < 0)
@@ -187,6 +228,7 @@ static int start(servers_t *s)
     if ((rc = spindled_admin_start(s)) < 0)
         return rc;
     app_print_all(&app_http_ops, s->http, "http");
+    app_print_all(&app_http_ops, s->https, "https");
     app_print_all(&app_tcp_ops, s->echo, "echo");
     app_print_all(&app_http_ops, s->admin, "admin");
     fflush(stdout);
@@ -211,16 +253,20 @@ static int64_t us_until(int64_t deadline)
 
 static void stop_and_destroy(servers_t *s)
 {
-    /* One shutdown_timeout for both servers, not one each. */
+    /* One shutdown_timeout for all servers, not one each. */
     int64_t deadline = now_us() + sp_cvar_duration(s->d->v.shutdown_timeout);
     if (s->http)
         sp_http_server_stop(s->http, us_until(deadline));
+    if (s->https)
+        sp_http_server_stop(s->https, us_until(deadline));
     if (s->echo)
         sp_tcp_server_stop(s->echo, us_until(deadline));
     spindled_admin_stop(s, us_until(deadline));
     sp_iomanager_stop(s->io);
     spindled_admin_destroy(s);
     sp_http_server_destroy(s->http);
+    sp_http_server_destroy(s->https);
+    sp_tls_config_free(s->tls);
     sp_tcp_server_destroy(s->echo);
     sp_iomanager_destroy(s->io);
     app_echo_destroy(s->echo_service);
@@ -234,11 +280,15 @@ static void reload(servers_t *s)
 {
     const spindled_vars_t *v = &s->d->v;
     bool ok = spindled_reload(s->d) == 0;
-    if (ok && s->http) {
-        int64_t keepalive = sp_cvar_duration(v->http_keepalive);
-        sp_http_server_set_timeouts(s->http, sp_cvar_duration(v->http_header),
-                                    keepalive ? keepalive : 1);
-    }
+    int64_t keepalive = sp_cvar_duration(v->http_keepalive);
+    sp_http_server_t *web[] = {s->http, s->https};
+    for (int i = 0; ok && i < 2; i++)
+        if (web[i])
+            sp_http_server_set_timeouts(web[i], sp_cvar_duration(v->http_header),
+                                        keepalive ? keepalive : 1);
+    /* The certificate even when the file was bad: a renewal must not wait
+     * for a mistake elsewhere to be fixed. */
+    spindled_tls_reload(s);
     if (ok && s->echo_service)
         app_echo_set_timeouts(s->echo_service, ms(v->echo_idle_timeout),
                               ms(v->echo_write_timeout));
@@ -268,6 +318,8 @@ int spindled_worker(void *arg)
     dump_on_sigquit(s.d);
     int workers = (int)sp_cvar_int(s.d->v.workers);
     int rc = (s.io = sp_iomanager_create("spindled", workers, false)) ? 0 : -errno;
+    if (rc == 0)
+        rc = create_https(&s);
     if (rc == 0)
         rc = create_http(&s);
     if (rc == 0)

@@ -196,6 +196,8 @@ bool await_worker(proc_t *p, int64_t deadline)
         char *colon = strrchr(line, ':');
         if (strstr(line, "(http)") && colon)
             p->http_port = atoi(colon + 1);
+        else if (strstr(line, "(https)") && colon)
+            p->https_port = atoi(colon + 1);
         else if (strstr(line, "(echo)") && colon)
             p->echo_port = atoi(colon + 1);
         else if (strstr(line, "(admin)") && colon)
@@ -219,7 +221,7 @@ void restart_worker(proc_t *p)
 {
     long old = p->worker;
     ck_assert_int_eq(kill((pid_t)old, SIGKILL), 0);
-    p->http_port = p->echo_port = p->admin_port = 0;
+    p->http_port = p->https_port = p->echo_port = p->admin_port = 0;
     ck_assert_msg(await_worker(p, now_ms() + 5000), "no new worker within 5 s");
     ck_assert_int_ne(p->worker, old);
 }

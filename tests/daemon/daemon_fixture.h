@@ -16,7 +16,7 @@ typedef struct proc {
     int out, err; /* its stdout and stderr (read ends) */
     char buf[4096];
     size_t len; /* bytes of stdout read and not yet taken as lines */
-    int http_port, echo_port, admin_port; /* 0: not listening */
+    int http_port, https_port, echo_port, admin_port; /* 0: not listening */
     long worker;
 } proc_t;
 

@@ -290,12 +290,18 @@ START_TEST(shipped_config_second_instance_refused)
     char here[128], there[128];
     checkout("a", here, sizeof here);
     checkout("b", there, sizeof there);
+    /* The certificate make run makes, in the checkout's run/tls/. */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s run/tls >/dev/null", here, SPINDLE_DEV_CERT_SH);
+    ck_assert_int_eq(system(cmd), 0);
     /* The shipped ports may be busy on this machine: port 0 for the first. */
     const char *args[] = {"-c", "conf/spindle.yml", "-s", "http.listen=[127.0.0.1:0]",
+                          "-s", "https.listen=[127.0.0.1:0]",
                           "-s", "echo.listen=[127.0.0.1:0]", NULL};
     proc_t a;
     spawn_in(&a, here, args);
     ck_assert_msg(await_worker(&a, now_ms() + 10000), "spindled did not start");
+    ck_assert_int_gt(a.https_port, 0);
     /* The shipped pid file, under the start directory. */
     char pid_file[192];
     snprintf(pid_file, sizeof pid_file, "%s/run/spindled.pid", here);
@@ -309,7 +315,8 @@ START_TEST(shipped_config_second_instance_refused)
     char http[64], echo[64], want[128];
     snprintf(http, sizeof http, "http.listen=[127.0.0.1:%d]", a.http_port);
     snprintf(echo, sizeof echo, "echo.listen=[127.0.0.1:%d]", a.echo_port);
-    const char *same_ports[] = {"-c", "conf/spindle.yml", "-s", http, "-s", echo, NULL};
+    const char *same_ports[] = {"-c", "conf/spindle.yml", "-s", http, "-s", echo,
+                                "-s", "https.enabled=false", NULL};
     ck_assert_int_eq(run_in_to_end(there, same_ports, out, sizeof out, err, sizeof err), 1);
     snprintf(want, sizeof want, "http.listen [127.0.0.1:%d]: Address already in use",
              a.http_port);

@@ -260,6 +260,34 @@ START_TEST(a_thousand_clients_leaving_mid_handshake_leak_nothing)
 }
 END_TEST
 
+/* min_version "TLSv1.3": a TLS 1.2 client fails the handshake, a 1.3 one
+ * is served; a version other than the two is refused. */
+START_TEST(min_version_tls13_refuses_tls12)
+{
+    static const char *const names[] = {"a"};
+    sp_tls_cert_t certs[1];
+    sp_tls_server_opts_t o;
+    tls_server_opts(&o, certs, names, 1);
+    o.min_version = "TLSv1.1";
+    errno = 0;
+    ck_assert_ptr_null(sp_tls_server_config(&o));
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(sp_tls_error_reason(), "bad min_version (TLSv1.2 or TLSv1.3)");
+    tls_server_opts(&o, certs, names, 1);
+    o.min_version = "TLSv1.3";
+    tls_server_start(&S, &o, 1);
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd, "python3 %s --port %d --ca %s --tls 1.2", SP_TLS_CLIENT_PY,
+             S.port, tls_file("ca1.pem"));
+    ck_assert_int_ne(tls_run(cmd, out, sizeof out), 0);
+    ck_assert(tls_server_wait(&S, 1, 30000));
+    ck_assert_int_eq(tls_server_count(&S, TLS_HANDSHAKE), 1);
+    python("--tls 1.3", out, sizeof out);
+    has(out, "version=TLSv1.3\n");
+    tls_server_stop(&S);
+}
+END_TEST
+
 int main(void)
 {
     tls_certs_make();
@@ -270,6 +298,7 @@ int main(void)
     SP_TEST_CASE(s, "s_client", 120, start_ab, stop, openssl_s_client_versions_alpn_servername,
                  a_client_with_only_old_ciphers_fails_the_handshake);
     SP_TEST_CASE(s, "stall", 120, NULL, NULL, a_stalled_handshake_is_dropped_while_others_are_served);
+    SP_TEST_CASE(s, "min_version", 120, NULL, NULL, min_version_tls13_refuses_tls12);
     SP_TEST_CASE(s, "hostile", 180, start_ab, stop, garbage_instead_of_a_client_hello_is_closed,
                  a_thousand_clients_leaving_mid_handshake_leak_nothing);
     int rc = sp_test_run(s);

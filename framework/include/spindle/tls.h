@@ -65,6 +65,9 @@ typedef struct sp_tls_server_opts {
     int nalpn;
     /* Handshake deadline of sp_tls_accept(..., timeout_us = 0); 0 = 10 s. */
     int64_t handshake_timeout_us;
+    /* The oldest protocol accepted: "TLSv1.2" (NULL) or "TLSv1.3"; any
+     * other text: EINVAL. */
+    const char *min_version;
     /* Turn resumption (session tickets and the session cache) off. */
     bool no_resumption;
 } sp_tls_server_opts_t;

@@ -93,7 +93,16 @@ static sp_tls_config_t *config_new(bool server)
         return NULL;
     pthread_mutex_init(&cfg->lock, NULL);
     cfg->server = server;
+    cfg->min_version = TLS1_2_VERSION;
     return cfg;
+}
+
+/* min_version's text as OpenSSL's number; 0 for a text it cannot be. */
+static int version_number(const char *text)
+{
+    if (!text || !strcmp(text, "TLSv1.2"))
+        return TLS1_2_VERSION;
+    return !strcmp(text, "TLSv1.3") ? TLS1_3_VERSION : 0;
 }
 
 sp_tls_config_t *sp_tls_server_config(const sp_tls_server_opts_t *o)
@@ -118,6 +127,10 @@ sp_tls_config_t *sp_tls_server_config(const sp_tls_server_opts_t *o)
         cfg->certs[i].key_file = copy(o->certs[i].key_file, &rc);
     }
     cfg->no_resumption = o->no_resumption;
+    if (!(cfg->min_version = version_number(o->min_version))) {
+        sp__tls_set_reason("bad min_version (TLSv1.2 or TLSv1.3)");
+        rc = -EINVAL;
+    }
     return config_make(cfg, o->ciphers, o->ciphersuites, o->alpn, o->nalpn,
                        o->handshake_timeout_us, rc);
 }

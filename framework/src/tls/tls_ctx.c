@@ -1,5 +1,6 @@
 /* One generation of a config: the SSL_CTXs made from its files and
- * options. Every SSL_CTX allows TLS 1.2 and 1.3 only, releases its
+ * options. Every SSL_CTX allows TLS 1.2 (unless min_version says 1.3)
+ * and 1.3 only, releases its
  * buffers while a connection is idle (SSL_MODE_RELEASE_BUFFERS: an idle
  * connection keeps no 16 KiB record buffers) and refuses renegotiation.
  *
@@ -37,10 +38,14 @@ static int readable(const char *path, const char *what)
     return -err;
 }
 
-/* OpenSSL refused something of ours: -EINVAL with its reason. */
+/* OpenSSL refused something of ours: -EINVAL with its reason. The first
+ * error queued says what was wrong ("no start line" in a file that is no
+ * PEM certificate); the later ones only where it surfaced ("PEM lib"). */
 static int refused(const char *what)
 {
-    sp__tls_reason_from_queue(what);
+    const char *why = ERR_reason_error_string(ERR_peek_error());
+    ERR_clear_error();
+    sp__tls_set_reason(why ? why : what);
     return -EINVAL;
 }
 
@@ -80,7 +85,7 @@ static int alpn_pick(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 
 static int ctx_common(const sp_tls_config_t *cfg, SSL_CTX *ctx)
 {
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_min_proto_version(ctx, cfg->min_version);
     SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);

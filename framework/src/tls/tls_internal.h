@@ -25,6 +25,7 @@ struct sp_tls_config {
     pthread_mutex_t lock; /* guards gen: taken only to swap or reference it */
     sp__tls_gen_t *gen;
     int64_t handshake_us;
+    int min_version; /* TLS1_2_VERSION or TLS1_3_VERSION */
     /* The options, copied, to read the files again on reload. */
     sp_tls_cert_t *certs;
     int ncerts;
