@@ -13,7 +13,9 @@
 #       made (one GET each) and left idle: server RSS per connection
 #
 # Defaults: 100 connections / 50 concurrent / 2,000 idle, 5 rounds.
-# env: SECONDS_PER_RUN (4), BUILD_DIR (build), PEERS (../shared/bench).
+# env: SECONDS_PER_RUN (4), BUILD_DIR (build), PEERS (../shared/bench),
+#      KEY (ec: P-256, the default; rsa: RSA-2048, whose signing makes the
+#      server, not the client, the side that limits the handshake rate).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 peers=${PEERS:-$root/../shared/bench}
@@ -33,7 +35,9 @@ dir=$(mktemp -d /tmp/https-peers.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+key_opts=(-newkey ec -pkeyopt ec_paramgen_curve:P-256)
+[[ ${KEY:-ec} == rsa ]] && key_opts=(-newkey rsa:2048)
+openssl req -x509 "${key_opts[@]}" -nodes -days 2 \
   -subj /CN=bench.test -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null ||
   { echo "https_peers.sh: openssl could not make a certificate" >&2; exit 1; }
 # nginx: peers/nginx.conf with its listener on TLS, files in our own dir.
@@ -113,7 +117,7 @@ measure() {
   echo "$figure $(( (c1 - c0) * tick_ns / count ))"
 }
 
-echo "# $mode, n=$n, $rounds rounds; loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $mode, n=$n, $rounds rounds, ${KEY:-ec} key; loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 for round in $(seq "$rounds"); do
   read -r sfig scpu < <(measure spindle)
