@@ -4,7 +4,8 @@
  * connection for several requests, the pool telling http:// from
  * https://, certificate and name verification, the insecure mode, plain
  * HTTP to the TLS port and TLS to a plain port, the handshake inside the
- * connect timeout, clients shared by fibers, WebSocket echo over TLS. */
+ * connect timeout, clients shared by fibers, WebSocket echo over TLS
+ * with our server and with Python's websockets (tests/http/ws_peer.py). */
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,6 +21,7 @@
 #include <spindle/scheduler.h>
 #include <spindle/websocket.h>
 
+#include "real_server.h"
 #include "testutil.h"
 #include "tls_fixture.h"
 
@@ -352,6 +354,57 @@ START_TEST(wss_echo)
 }
 END_TEST
 
+/* ---- Python's websockets over TLS ----------------------------------------- */
+
+static rs_server_t py;
+static int py_port;
+
+static bool py_spawn(int p)
+{
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", p);
+    char *argv[] = {"/usr/bin/python3", WS_PEER_PY, "tls-server", ps,
+                    (char *)tls_file("a.pem"), (char *)tls_file("a.key"), NULL};
+    return rs_start(&py, argv, "ready", 20000);
+}
+
+/* Unchecked fixture, in Check's parent process: the Python server. */
+static void py_start(void)
+{
+    py.pid = -1;
+    py_port = rs_start_on_free_port(&py, py_spawn);
+}
+
+static void py_stop(void)
+{
+    rs_stop(&py);
+}
+
+START_TEST(wss_against_python_websockets)
+{
+    ck_assert_msg(py.pid > 0, "%s", py.error);
+    sp_tls_config_t *cfg = client_config(tls_file("ca1.pem"), false);
+    sp_ws_opts_t o = {.tls = cfg};
+    sp_ws_t *ws;
+    ck_assert_int_eq(sp_ws_connect(url("wss", py_port, "/"), &o, &ws), 0);
+    ws_echo_once(ws, SP_WS_TEXT, "hello over tls", 14);
+    enum { BIG = 300000 };
+    unsigned char *big = malloc(BIG);
+    for (int i = 0; i < BIG; i++)
+        big[i] = (unsigned char)(i * 7);
+    ws_echo_once(ws, SP_WS_BINARY, big, BIG);
+    free(big);
+    ck_assert_int_eq(sp_ws_ping(ws, "hb", 2), 0);
+    ws_echo_once(ws, SP_WS_TEXT, "after the ping", 14);
+    ck_assert_uint_eq(sp_ws_pongs(ws), 1);
+    ws_echo_once(ws, SP_WS_TEXT, "", 0);
+    ck_assert_int_eq(sp_ws_close(ws, SP_WS_NORMAL, "done"), 0);
+    ck_assert_int_eq(sp_ws_close_code(ws, NULL), SP_WS_NORMAL);
+    sp_ws_free(ws);
+    sp_tls_config_free(cfg);
+}
+END_TEST
+
 int main(void)
 {
     tls_certs_make();
@@ -366,6 +419,11 @@ int main(void)
     tcase_add_test(tc, https_client_shared_by_fibers);
     tcase_add_test(tc, wss_echo);
     suite_add_tcase(s, tc);
+    TCase *python = tcase_create("python");
+    tcase_set_timeout(python, 60);
+    tcase_add_unchecked_fixture(python, py_start, py_stop);
+    tcase_add_test(python, wss_against_python_websockets);
+    suite_add_tcase(s, python);
     int rc = sp_test_run(s);
     tls_certs_remove();
     return rc;
