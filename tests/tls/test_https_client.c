@@ -114,13 +114,17 @@ static sp_tls_config_t *client_config(const char *ca_file, bool insecure)
     return cfg;
 }
 
-static const char *url(const char *scheme, int p, const char *path)
+/* A URL by value (no shared buffer: fibers on several threads make
+ * theirs at once); url(...).s lives to the end of the full expression. */
+typedef struct url {
+    char s[128];
+} url_t;
+
+static url_t url(const char *scheme, int p, const char *path)
 {
-    static char u[4][128];
-    static int next;
-    char *s = u[next++ % 4];
-    snprintf(s, sizeof u[0], "%s://127.0.0.1:%d%s", scheme, p, path);
-    return s;
+    url_t u;
+    snprintf(u.s, sizeof u.s, "%s://127.0.0.1:%d%s", scheme, p, path);
+    return u;
 }
 
 static uint64_t tls_connections(void)
@@ -152,7 +156,7 @@ static int get_once(const char *ca_file, bool insecure)
 {
     sp_tls_config_t *cfg = ca_file || insecure ? client_config(ca_file, insecure) : NULL;
     sp_http_client_t *cl = sp_http_client_create(&(sp_http_client_opts_t){.tls = cfg});
-    int rc = get(cl, url("https", port, "/hello"));
+    int rc = get(cl, url("https", port, "/hello").s);
     sp_http_client_destroy(cl);
     sp_tls_config_free(cfg);
     return rc;
@@ -163,14 +167,14 @@ START_TEST(https_get_post_on_one_connection)
     start();
     sp_tls_config_t *cfg = client_config(tls_file("ca1.pem"), false);
     sp_http_client_t *cl = sp_http_client_create(&(sp_http_client_opts_t){.tls = cfg});
-    ck_assert_int_eq(get(cl, url("https", port, "/hello")), 0);
+    ck_assert_int_eq(get(cl, url("https", port, "/hello").s), 0);
     /* A body over TLS, bigger than one TLS record (16 KiB). */
     enum { BODY = 40000 };
     char *body = malloc(BODY);
     for (int i = 0; i < BODY; i++)
         body[i] = (char)('a' + i % 26);
     sp_http_client_response_t *r;
-    ck_assert_int_eq(sp_http_post(cl, url("https", port, "/echo"), "text/plain", body, BODY, &r),
+    ck_assert_int_eq(sp_http_post(cl, url("https", port, "/echo").s, "text/plain", body, BODY, &r),
                      0);
     size_t n;
     const char *b = sp_http_client_response_body(r, &n);
@@ -179,7 +183,7 @@ START_TEST(https_get_post_on_one_connection)
     ck_assert_int_eq(memcmp(b, body, BODY), 0);
     sp_http_client_response_free(r);
     free(body);
-    ck_assert_int_eq(get(cl, url("https", port, "/hello")), 0);
+    ck_assert_int_eq(get(cl, url("https", port, "/hello").s), 0);
     /* Three requests, one TLS connection: kept alive in the pool. */
     ck_assert_uint_eq(tls_connections(), 1);
     sp_http_client_destroy(cl);
@@ -197,13 +201,13 @@ START_TEST(https_pool_keys_on_the_scheme)
     sp_tls_config_t *cfg = client_config(tls_file("ca1.pem"), false);
     sp_http_client_t *cl = sp_http_client_create(&(sp_http_client_opts_t){
         .tls = cfg, .timeout_us = 10000000, .connect_timeout_us = 10000000});
-    ck_assert_int_eq(get(cl, url("http", plain_port, "/hello")), 0); /* pooled */
-    ck_assert_int_eq(get(cl, url("https", plain_port, "/hello")), SP_TLS_EHANDSHAKE);
-    int rc = get(cl, url("http", port, "/hello"));
+    ck_assert_int_eq(get(cl, url("http", plain_port, "/hello").s), 0); /* pooled */
+    ck_assert_int_eq(get(cl, url("https", plain_port, "/hello").s), SP_TLS_EHANDSHAKE);
+    int rc = get(cl, url("http", port, "/hello").s);
     ck_assert_msg(rc < 0 && rc != -ETIMEDOUT, "plain HTTP to the TLS port: %d", rc);
-    ck_assert_int_eq(get(cl, url("https", port, "/hello")), 0); /* pooled */
-    ck_assert_int_eq(get(cl, url("http", plain_port, "/hello")), 0);
-    ck_assert_int_eq(get(cl, url("https", port, "/hello")), 0);
+    ck_assert_int_eq(get(cl, url("https", port, "/hello").s), 0); /* pooled */
+    ck_assert_int_eq(get(cl, url("http", plain_port, "/hello").s), 0);
+    ck_assert_int_eq(get(cl, url("https", port, "/hello").s), 0);
     ck_assert_uint_eq(tls_connections(), 2); /* the plain request's and one TLS */
     sp_http_client_destroy(cl);
     sp_tls_config_free(cfg);
@@ -256,7 +260,7 @@ START_TEST(https_handshake_within_connect_timeout)
     sp_tls_config_t *any = client_config(NULL, true);
     sp_http_client_t *cl = sp_http_client_create(&(sp_http_client_opts_t){
         .tls = any, .connect_timeout_us = 200000, .timeout_us = 60000000});
-    ck_assert_int_eq(get(cl, url("https", ntohs(a.sin_port), "/")), -ETIMEDOUT);
+    ck_assert_int_eq(get(cl, url("https", ntohs(a.sin_port), "/").s), -ETIMEDOUT);
     sp_http_client_destroy(cl);
     sp_tls_config_free(any);
     close(l);
@@ -273,7 +277,7 @@ static void trusting_fiber(void *arg)
 {
     (void)arg;
     for (int i = 0; i < ROUNDS; i++)
-        if (get(shared, url("https", port, "/hello")) == 0)
+        if (get(shared, url("https", port, "/hello").s) == 0)
             atomic_fetch_add(&ok, 1);
 }
 
@@ -281,7 +285,7 @@ static void trusting_fiber(void *arg)
 static void default_fiber(void *arg)
 {
     (void)arg;
-    if (get(shared, url("https", port, "/hello")) == SP_TLS_EVERIFY)
+    if (get(shared, url("https", port, "/hello").s) == SP_TLS_EVERIFY)
         atomic_fetch_add(&refused, 1);
 }
 
@@ -332,7 +336,7 @@ START_TEST(wss_echo)
     sp_tls_config_t *cfg = client_config(tls_file("ca1.pem"), false);
     sp_ws_opts_t o = {.tls = cfg};
     sp_ws_t *ws;
-    ck_assert_int_eq(sp_ws_connect(url("wss", port, "/ws"), &o, &ws), 0);
+    ck_assert_int_eq(sp_ws_connect(url("wss", port, "/ws").s, &o, &ws), 0);
     ws_echo_once(ws, SP_WS_TEXT, "over tls", 8);
     enum { BIG = 100000 }; /* several TLS records */
     unsigned char *big = malloc(BIG);
@@ -345,10 +349,10 @@ START_TEST(wss_echo)
     sp_ws_free(ws);
     /* The default config does not trust ca1; ws:// to the TLS port and
      * wss:// to the plain one fail. */
-    ck_assert_int_eq(sp_ws_connect(url("wss", port, "/ws"), NULL, &ws), SP_TLS_EVERIFY);
-    int rc = sp_ws_connect(url("ws", port, "/ws"), &o, &ws);
+    ck_assert_int_eq(sp_ws_connect(url("wss", port, "/ws").s, NULL, &ws), SP_TLS_EVERIFY);
+    int rc = sp_ws_connect(url("ws", port, "/ws").s, &o, &ws);
     ck_assert_msg(rc < 0 && rc != -ETIMEDOUT, "ws:// to the TLS port: %d", rc);
-    ck_assert_int_eq(sp_ws_connect(url("wss", plain_port, "/ws"), &o, &ws), SP_TLS_EHANDSHAKE);
+    ck_assert_int_eq(sp_ws_connect(url("wss", plain_port, "/ws").s, &o, &ws), SP_TLS_EHANDSHAKE);
     sp_tls_config_free(cfg);
     stop();
 }
@@ -386,7 +390,7 @@ START_TEST(wss_against_python_websockets)
     sp_tls_config_t *cfg = client_config(tls_file("ca1.pem"), false);
     sp_ws_opts_t o = {.tls = cfg};
     sp_ws_t *ws;
-    ck_assert_int_eq(sp_ws_connect(url("wss", py_port, "/"), &o, &ws), 0);
+    ck_assert_int_eq(sp_ws_connect(url("wss", py_port, "/").s, &o, &ws), 0);
     ws_echo_once(ws, SP_WS_TEXT, "hello over tls", 14);
     enum { BIG = 300000 };
     unsigned char *big = malloc(BIG);
