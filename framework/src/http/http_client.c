@@ -6,9 +6,8 @@
  * (http_parse.c), so headers, chunked bodies and limits work the same way
  * on both sides. I/O is the server's too, plain or TLS: sends through
  * sp__http_out_flush, reads through sp__http_read_lent, each wait bounded
- * by the client's timeout
- * and, with exchange_timeout_us, by the whole exchange's deadline; both
- * park in fibers and poll on plain threads. */
+ * by the client's timeout and, with exchange_timeout_us, by the whole
+ * exchange's deadline; both park in fibers and poll on plain threads. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,8 +200,8 @@ static int exchange(const call_t *x, const sp__http_link_t *l, sp_http_request_t
                     bool *answered)
 {
     const sp_http_client_request_t *rq = x->rq;
-    sp__http_out_t o = {.fd = l->fd, .tls = l->tls, .buf = SP_BUF_INIT, .timeout_us = x->c->opts.timeout_us,
-                        .until_ns = x->until_ns};
+    sp__http_out_t o = {.fd = l->fd, .tls = l->tls, .buf = SP_BUF_INIT,
+                        .timeout_us = x->c->opts.timeout_us, .until_ns = x->until_ns};
     struct iovec v[2] = {{sp__buf_data(x->req), sp__buf_len(x->req)},
                          {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
