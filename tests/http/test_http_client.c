@@ -102,6 +102,8 @@ START_TEST(client_errors)
     sp_http_client_t *cl = sp_http_client_create(&o);
     sp_http_client_response_t *r = NULL;
     ck_assert_int_eq(sp_http_get(cl, "ftp://127.0.0.1/x", &r), -EPROTONOSUPPORT);
+    ck_assert_int_eq(sp_http_get(cl, "httpx://127.0.0.1/x", &r), -EPROTONOSUPPORT);
+    ck_assert_int_eq(sp_http_get(cl, "ws://127.0.0.1/x", &r), -EPROTONOSUPPORT);
     ck_assert_int_eq(sp_http_get(cl, "not a url", &r), -EINVAL);
     const char *bad[] = {"X-Evil: a\r\nInjected: b", NULL};
     sp_http_client_request_t rq = {.url = url("/hello"), .headers = bad};

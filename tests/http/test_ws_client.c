@@ -192,10 +192,11 @@ static void against_spindle(void *arg)
     ck_assert_int_eq(sp_ws_recv(ws, &m, 10000000), -EMSGSIZE);
     sp_ws_free(ws);
 
-    /* Not upgraded, not ws://, nobody there. */
+    /* Not upgraded, neither ws:// nor wss://, nobody there. */
     ck_assert_int_eq(sp_ws_connect(ws_url(port, "/hello"), NULL, &ws), -EPROTO);
     ck_assert_int_eq(sp_ws_connect("http://127.0.0.1/", NULL, &ws), -EPROTONOSUPPORT);
-    ck_assert_int_eq(sp_ws_connect("wss://127.0.0.1/", NULL, &ws), -EPROTONOSUPPORT);
+    ck_assert_int_eq(sp_ws_connect("wsx://127.0.0.1/", NULL, &ws), -EPROTONOSUPPORT);
+    ck_assert_int_eq(sp_ws_connect("https://127.0.0.1/", NULL, &ws), -EPROTONOSUPPORT);
     ck_assert_int_eq(sp_ws_connect("ws://", NULL, &ws), -EINVAL);
     const char *bad[] = {"X-Bad header: 1", NULL};
     sp_ws_opts_t o = {.headers = bad};

@@ -6,6 +6,10 @@
     ws_peer.py server       an echo server on 127.0.0.1; prints its port,
                             serves until stdin closes. "close-me" is
                             answered with a close 4002 "bye".
+    ws_peer.py tls-server PORT CERT KEY
+                            the echo server over TLS (wss://) on
+                            127.0.0.1:PORT with CERT and KEY (PEM); prints
+                            "ready" and serves until it is terminated.
     ws_peer.py masked       a raw server for one connection: answers the
                             handshake, sends a masked frame (which a
                             server must not), prints its port first and
@@ -15,6 +19,7 @@ import asyncio
 import base64
 import hashlib
 import socket
+import ssl
 import struct
 import sys
 
@@ -60,6 +65,15 @@ async def server():
         await loop.run_in_executor(None, sys.stdin.read)
 
 
+async def tls_server(port, cert, key):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    async with websockets.serve(echo, "127.0.0.1", port, ssl=ctx, max_size=None,
+                                compression=None):
+        print("ready", flush=True)
+        await asyncio.Future()
+
+
 def masked():
     lsock = socket.create_server(("127.0.0.1", 0))
     print(lsock.getsockname()[1], flush=True)
@@ -88,5 +102,7 @@ if __name__ == "__main__":
         asyncio.run(asyncio.wait_for(client(sys.argv[2]), 30))
     elif sys.argv[1] == "masked":
         masked()
+    elif sys.argv[1] == "tls-server":
+        asyncio.run(tls_server(int(sys.argv[2]), sys.argv[3], sys.argv[4]))
     else:
         asyncio.run(server())

@@ -385,14 +385,15 @@ void sp_http_server_destroy(sp_http_server_t *srv);
 
 /* ---- client -------------------------------------------------------------- */
 
-/* A fiber-based HTTP/1.1 client (http:// only) with a pool of kept-alive
- * connections per host:port. In an IOManager fiber every wait parks the
- * fiber; on a plain thread it blocks that thread (poll). A client may be
- * shared by any number of fibers and threads. */
+/* A fiber-based HTTP/1.1 client for http:// and https:// with a pool of
+ * kept-alive connections per scheme, host and port (TLS connections are
+ * kept alive too). In an IOManager fiber every wait parks the fiber; on a
+ * plain thread it blocks that thread (poll). A client may be shared by any
+ * number of fibers and threads. */
 typedef struct sp_http_client sp_http_client_t;
 
 typedef struct sp_http_client_opts {
-    int64_t connect_timeout_us; /* 10 s */
+    int64_t connect_timeout_us; /* TCP connect and TLS handshake; 10 s */
     int64_t timeout_us;         /* each wait to send or receive; 30 s */
     int max_idle_per_host;      /* pooled connections per host:port; 8; < 0 none */
     int64_t idle_timeout_us;    /* pooled connections older are closed; 30 s */
@@ -401,6 +402,12 @@ typedef struct sp_http_client_opts {
                                     take a pooled connection), send, receive
                                     the whole answer; 0 or negative: none
                                     (the default) */
+    /* https://: a client config (sp_tls_client_config; the caller keeps
+     * it and frees it after the client). NULL: the process's default
+     * config, made on first use: the system CA store. The certificate is
+     * verified and must name the URL's host (sent as SNI unless it is an
+     * IP address). */
+    sp_tls_config_t *tls;
 } sp_http_client_opts_t;
 
 /* opts may be NULL (zero fields: the defaults above). NULL + errno. */
@@ -410,7 +417,7 @@ void sp_http_client_destroy(sp_http_client_t *c);
 
 typedef struct sp_http_client_request {
     const char *method;          /* NULL: GET */
-    const char *url;             /* "http://host[:port]/path?query" */
+    const char *url;             /* "http[s]://host[:port]/path?query" */
     /* "Name: value" strings, NULL-terminated; or NULL. A Host line replaces
      * the URL's; Content-Length and Transfer-Encoding are refused (-EINVAL):
      * the client frames the body. */
@@ -435,9 +442,13 @@ typedef struct sp_http_client_response sp_http_client_response_t;
  * An exchange cut short closes its connection (never pooled). 0 and *out
  * (free it), or -errno: -EINVAL
  * (bad URL, method or header; body_len without body), -EPROTONOSUPPORT
- * (not http://), -ENOENT (no such host), -ECONNREFUSED, -ETIMEDOUT,
- * -ECONNRESET (closed before the answer was complete), -EMSGSIZE, -EPROTO
- * (not HTTP/1). */
+ * (neither http:// nor https://), -ENOENT (no such host), -ECONNREFUSED,
+ * -ETIMEDOUT, -ECONNRESET (closed before the answer was complete),
+ * -EMSGSIZE, -EPROTO (not HTTP/1), SP_TLS_EVERIFY (the server's
+ * certificate is not trusted or does not name the host),
+ * SP_TLS_EHANDSHAKE (no TLS handshake: not a TLS server, no common
+ * version or cipher); sp_tls_error_reason() says why right after the
+ * call. */
 int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
                       sp_http_client_response_t **out);
 /* Shorthands for sp_http_client_do. */

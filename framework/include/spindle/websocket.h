@@ -10,9 +10,9 @@
  * request body), 426 with "Upgrade: websocket" (no Upgrade: websocket) or
  * with "Sec-WebSocket-Version: 13" (another version), 405 (not GET).
  *
- * Client: sp_ws_connect("ws://host:port/path", opts, &ws). In an
- * IOManager fiber every wait parks the fiber; on a plain thread it blocks
- * the thread (poll).
+ * Client: sp_ws_connect("ws://host:port/path", opts, &ws), or wss:// over
+ * TLS (opts.tls). In an IOManager fiber every wait parks the fiber; on a
+ * plain thread it blocks the thread (poll).
  *
  * sp_ws_recv returns whole messages (continuation frames joined) and
  * handles control frames itself: a ping is answered with a pong, a pong
@@ -72,9 +72,14 @@ typedef struct sp_ws_opts {
     int64_t idle_timeout_us;     /* nothing from the peer; 60 s; close 1001 */
     int64_t send_timeout_us;     /* each wait for the peer to take bytes; 30 s */
     int64_t close_timeout_us;    /* wait for the peer's close answer; 2 s */
-    int64_t connect_timeout_us;  /* client: the connect and the handshake; 10 s */
+    int64_t connect_timeout_us;  /* client: the connect, the TLS handshake
+                                    and the upgrade; 10 s */
     const char *const *headers;  /* client: extra "Name: value" lines,
                                     NULL-terminated, or NULL */
+    /* client, wss://: a client config (the caller keeps it until
+     * sp_ws_free). NULL: the process's default config (the system CA
+     * store), as the HTTP client's. */
+    sp_tls_config_t *tls;
 } sp_ws_opts_t;
 
 #define SP_WS_DEFAULT_MAX_MESSAGE (1024u * 1024u)
@@ -112,15 +117,18 @@ sp_http_request_t *sp_ws_request(sp_ws_t *ws);
 
 /* ---- client ------------------------------------------------------------- */
 
-/* Connect to "ws://host[:port]/path?query" and do the handshake (a random
- * key, its Sec-WebSocket-Accept checked). opts may be NULL.
+/* Connect to "ws://host[:port]/path?query" (port 80) or "wss://..." (TLS,
+ * port 443: the certificate verified and naming the host, as the HTTP
+ * client's) and do the handshake (a random key, its Sec-WebSocket-Accept
+ * checked). opts may be NULL.
  * 0 and *out (sp_ws_free it), or -errno: -EINVAL (bad URL or header),
- * -EPROTONOSUPPORT (not ws://; wss:// is not supported), -ENOENT,
- * -ECONNREFUSED, -ETIMEDOUT, -EPROTO (not a valid 101 answer),
- * -ECONNRESET. */
+ * -EPROTONOSUPPORT (neither ws:// nor wss://), -ENOENT, -ECONNREFUSED,
+ * -ETIMEDOUT, -EPROTO (not a valid 101 answer), -ECONNRESET,
+ * SP_TLS_EVERIFY, SP_TLS_EHANDSHAKE. */
 int sp_ws_connect(const char *url, const sp_ws_opts_t *opts, sp_ws_t **out);
 /* Close the socket and free a client's ws (after sp_ws_close, or as an
- * abrupt end). NULL is a no-op. */
+ * abrupt end; over TLS a close_notify goes first, without waiting). NULL
+ * is a no-op. */
 void sp_ws_free(sp_ws_t *ws);
 
 /* ---- both --------------------------------------------------------------- */

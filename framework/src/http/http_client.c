@@ -1,12 +1,13 @@
 /* HTTP/1.1 client: one request at a time per connection, connections kept
- * alive in a pool per host:port.
+ * alive in a pool per host:port and scheme; https:// over the TLS layer
+ * (http_client_dial.c).
  *
  * Responses are parsed by the server's own parser glue in response mode
  * (http_parse.c), so headers, chunked bodies and limits work the same way
- * on both sides. I/O is the server's too: sends through sp__http_out_flush,
- * reads through sp__http_read, each wait bounded by the client's timeout
- * and, with exchange_timeout_us, by the whole exchange's deadline; both
- * park in fibers and poll on plain threads. */
+ * on both sides. I/O is the server's too, plain or TLS: sends through
+ * sp__http_out_flush, reads through sp__http_read_lent, each wait bounded
+ * by the client's timeout and, with exchange_timeout_us, by the whole
+ * exchange's deadline; both park in fibers and poll on plain threads. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,45 +62,6 @@ void sp_http_client_destroy(sp_http_client_t *c)
 }
 
 /* ---- the request ---------------------------------------------------------- */
-
-/* The URL's parts (http_client_internal.h). */
-int sp__http_parse_url(const char *url, const char *scheme, unsigned default_port,
-                       sp__http_target_t *t)
-{
-    struct http_parser_url u;
-    http_parser_url_init(&u);
-    size_t len = url ? strlen(url) : 0;
-    if (!url || sp__http_has_control(url, len) || http_parser_parse_url(url, len, 0, &u) ||
-        !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)) ||
-        (u.field_set & (1 << UF_USERINFO)))
-        return -EINVAL;
-    if (u.field_data[UF_SCHEMA].len != strlen(scheme) ||
-        strncasecmp(url + u.field_data[UF_SCHEMA].off, scheme, strlen(scheme)))
-        return -EPROTONOSUPPORT;
-    int hl = u.field_data[UF_HOST].len;
-    const char *h = url + u.field_data[UF_HOST].off;
-    bool v6 = memchr(h, ':', (size_t)hl) != NULL;
-    unsigned port = (u.field_set & (1 << UF_PORT)) ? u.port : default_port;
-    int n = snprintf(t->key, sizeof t->key, "%s%.*s%s:%u", v6 ? "[" : "", hl, h, v6 ? "]" : "", port);
-    if (n >= (int)sizeof t->key)
-        return -EINVAL;
-    memcpy(t->host, t->key, (size_t)n + 1);
-    if (port == default_port)
-        *strrchr(t->host, ':') = '\0';
-    t->path = "/";
-    t->path_len = 1;
-    t->query = "";
-    t->query_len = 0;
-    if (u.field_set & (1 << UF_PATH)) {
-        t->path = url + u.field_data[UF_PATH].off;
-        t->path_len = u.field_data[UF_PATH].len;
-    }
-    if (u.field_set & (1 << UF_QUERY)) { /* "http://h?q" asks for "/?q" */
-        t->query = url + u.field_data[UF_QUERY].off - 1; /* with its '?' */
-        t->query_len = u.field_data[UF_QUERY].len + 1u;
-    }
-    return 0;
-}
 
 /* Is header line h ("Name: value") called name? */
 static bool named(const char *h, const char *name)
@@ -210,7 +172,8 @@ static int at_eof(sp_http_request_t *m)
     return st == SP__HTTP_DONE ? 0 : -ECONNRESET;
 }
 
-static int read_answer(const call_t *x, int fd, sp_http_request_t *m, bool *answered)
+static int read_answer(const call_t *x, const sp__http_link_t *l, sp_http_request_t *m,
+                       bool *answered)
 {
     sp_buf_t in = SP_BUF_INIT;
     bool drained = false;
@@ -220,7 +183,8 @@ static int read_answer(const call_t *x, int fd, sp_http_request_t *m, bool *answ
             break;
         int64_t us = sp__http_cut_us(x->c->opts.timeout_us, x->until_ns);
         ssize_t n = us == 0 ? -ETIMEDOUT
-                            : sp__http_read(fd, &in, READ_SIZE, sp__http_deadline(us), &drained);
+                            : sp__http_read_lent(l->fd, l->tls, &in, NULL, READ_SIZE,
+                                                 sp__http_deadline(us), &drained);
         if (n > 0)
             *answered = true;
         else
@@ -232,11 +196,12 @@ static int read_answer(const call_t *x, int fd, sp_http_request_t *m, bool *answ
     return rc;
 }
 
-static int exchange(const call_t *x, int fd, sp_http_request_t *m, bool *answered)
+static int exchange(const call_t *x, const sp__http_link_t *l, sp_http_request_t *m,
+                    bool *answered)
 {
     const sp_http_client_request_t *rq = x->rq;
-    sp__http_out_t o = {.fd = fd, .buf = SP_BUF_INIT, .timeout_us = x->c->opts.timeout_us,
-                        .until_ns = x->until_ns};
+    sp__http_out_t o = {.fd = l->fd, .tls = l->tls, .buf = SP_BUF_INIT,
+                        .timeout_us = x->c->opts.timeout_us, .until_ns = x->until_ns};
     struct iovec v[2] = {{sp__buf_data(x->req), sp__buf_len(x->req)},
                          {(void *)rq->body, rq->body_len}};
     int rc = sp__http_out_flush(&o, v, rq->body ? 2 : 1);
@@ -244,26 +209,11 @@ static int exchange(const call_t *x, int fd, sp_http_request_t *m, bool *answere
     if (rc == -EPIPE || rc == -ECONNRESET) {
         /* The server may have answered early (a 413 for a body it will not
          * take) and closed: its answer, if it came, beats the send error. */
-        int answer = read_answer(x, fd, m, answered);
+        int answer = read_answer(x, l, m, answered);
         m->keep_alive = false;
         return *answered && answer == 0 ? 0 : rc;
     }
-    return rc < 0 ? rc : read_answer(x, fd, m, answered);
-}
-
-static int dial(const call_t *x)
-{
-    sp_addr_t a;
-    int n = sp_addr_resolve(x->t->key, &a, 1);
-    if (n < 1)
-        return n < 0 ? n : -ENOENT;
-    int64_t us = sp__http_cut_us(x->c->opts.connect_timeout_us, x->until_ns);
-    if (us == 0)
-        return -ETIMEDOUT;
-    int fd = sp_connect(&a, us);
-    if (fd >= 0)
-        sp_set_nodelay(fd, true);
-    return fd;
+    return rc < 0 ? rc : read_answer(x, l, m, answered);
 }
 
 /* Methods a server must treat alike however often they come (RFC 9110
@@ -286,18 +236,21 @@ static int run(const call_t *x, sp_http_request_t *m)
     sp_http_client_t *c = x->c;
     bool may_retry = idempotent(x->rq->method ? x->rq->method : "GET"), use_pool = true;
     for (;;) {
-        int fd = use_pool ? sp__http_pool_take(&c->pool, x->t->key) : -1;
-        bool pooled = fd >= 0;
-        if (!pooled && (fd = dial(x)) < 0)
-            return fd;
+        sp__http_link_t l;
+        bool pooled = use_pool && sp__http_pool_take(&c->pool, x->t->key, x->t->tls, &l);
+        int rc = pooled ? 0
+                        : sp__http_dial(x->t, c->opts.tls, c->opts.connect_timeout_us,
+                                        x->until_ns, &l);
+        if (rc < 0)
+            return rc;
         bool answered = false;
-        int rc = exchange(x, fd, m, &answered);
+        rc = exchange(x, &l, m, &answered);
         /* An error, a deadline's included, leaves the connection in an
-         * unknown state: closed, never pooled. */
+         * unknown state: closed (without a close_notify), never pooled. */
         if (rc == 0 && m->keep_alive && c->opts.max_idle_per_host > 0)
-            sp__http_pool_give(&c->pool, x->t->key, fd);
+            sp__http_pool_give(&c->pool, x->t->key, l);
         else
-            sp_io_close(fd);
+            sp__http_link_close(&l, rc == 0);
         if (rc == 0 || !pooled || answered || rc == -ETIMEDOUT || !may_retry)
             return rc;
         use_pool = false; /* the one retry dials */
@@ -327,7 +280,7 @@ int sp_http_client_do(sp_http_client_t *c, const sp_http_client_request_t *rq,
                       sp_http_client_response_t **out)
 {
     sp__http_target_t t;
-    int rc = sp__http_parse_url(rq->url, "http", 80, &t);
+    int rc = sp__http_parse_url(rq->url, "http", &t);
     if (rc < 0)
         return rc;
     sp_buf_t req = SP_BUF_INIT;

@@ -1,10 +1,12 @@
-/* The client's pool of kept-alive connections, per "host:port".
+/* The client's pool of kept-alive connections, per "host:port" and
+ * scheme (plain or TLS: http://h:443 and https://h:443 are not the same).
  *
  * A short list under a mutex: taking and giving back are a few pointer
  * moves, never a wait, so a plain mutex is fine between fibers. A taken
  * connection is checked first: a peek that finds EOF (the server closed it
  * while it sat in the pool) or stray bytes means it cannot carry a new
- * request. Connections closed here are closed after the lock is released. */
+ * request; over TLS that covers the server's close_notify. Connections
+ * closed here are closed after the lock is released. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,7 @@
 
 typedef struct pooled {
     struct pooled *next;
-    int fd;
+    sp__http_link_t link;
     uint64_t since_ns;
     char key[];
 } pooled_t;
@@ -33,7 +35,7 @@ static void close_all(pooled_t *list)
 {
     while (list) {
         pooled_t *next = list->next;
-        sp_io_close(list->fd);
+        sp__http_link_close(&list->link, true);
         free(list);
         list = next;
     }
@@ -53,21 +55,27 @@ static bool reusable(int fd)
     return recv(fd, &x, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
 }
 
-int sp__http_pool_take(sp__http_pool_t *p, const char *key)
+static bool same(const pooled_t *e, const char *key, bool tls)
+{
+    return (e->link.tls != NULL) == tls && !strcmp(e->key, key);
+}
+
+bool sp__http_pool_take(sp__http_pool_t *p, const char *key, bool tls, sp__http_link_t *out)
 {
     pooled_t *dead = NULL, **pp = &p->idle;
     uint64_t now = sp_now_ns();
-    int fd = -1;
+    bool found = false;
     pthread_mutex_lock(&p->lock);
-    while (*pp && fd < 0) {
+    while (*pp && !found) {
         pooled_t *e = *pp;
-        if (strcmp(e->key, key)) {
+        if (!same(e, key, tls)) {
             pp = &e->next;
             continue;
         }
         *pp = e->next;
-        if (now - e->since_ns < p->idle_ns && reusable(e->fd)) {
-            fd = e->fd;
+        if (now - e->since_ns < p->idle_ns && reusable(e->link.fd)) {
+            *out = e->link;
+            found = true;
             free(e);
         } else {
             e->next = dead;
@@ -76,26 +84,26 @@ int sp__http_pool_take(sp__http_pool_t *p, const char *key)
     }
     pthread_mutex_unlock(&p->lock);
     close_all(dead);
-    return fd;
+    return found;
 }
 
-void sp__http_pool_give(sp__http_pool_t *p, const char *key, int fd)
+void sp__http_pool_give(sp__http_pool_t *p, const char *key, sp__http_link_t l)
 {
     size_t n = strlen(key) + 1;
     pooled_t *e = malloc(sizeof *e + n);
-    int same = 0;
+    int kept = 0;
     pthread_mutex_lock(&p->lock);
     for (pooled_t *i = p->idle; i; i = i->next)
-        same += !strcmp(i->key, key);
-    if (e && same < p->max_per_key) {
-        *e = (pooled_t){p->idle, fd, sp_now_ns()};
+        kept += same(i, key, l.tls != NULL);
+    if (e && kept < p->max_per_key) {
+        *e = (pooled_t){p->idle, l, sp_now_ns()};
         memcpy(e->key, key, n);
         p->idle = e;
         e = NULL;
-        fd = -1;
+        l.fd = -1;
     }
     pthread_mutex_unlock(&p->lock);
     free(e);
-    if (fd >= 0)
-        sp_io_close(fd);
+    if (l.fd >= 0)
+        sp__http_link_close(&l, true);
 }

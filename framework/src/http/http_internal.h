@@ -189,16 +189,14 @@ int64_t sp__http_left_us(uint64_t deadline_ns);
 int64_t sp__http_cut_us(int64_t us, uint64_t until_ns);
 /* Wait for readiness: sp_io_wait in a fiber, poll elsewhere. 0 or -errno. */
 int sp__http_wait(int fd, int event, int64_t timeout_us);
-/* Read up to `size` more bytes into `in`, waiting until deadline_ns (0:
- * none). A read that came back short means the socket was emptied: the
- * next call waits for readiness first instead of paying for an EAGAIN
- * (*drained carries that between calls). Bytes read, 0 at EOF, -errno,
+/* Read up to `size` more bytes into `in`, over TLS when tls is set,
+ * waiting until deadline_ns (0: none). A plain read that came back short
+ * means the socket was emptied: the next call waits for readiness first
+ * instead of paying for an EAGAIN (*drained carries that between calls).
+ * With `borrowed` (a server connection's input) the bytes go into the
+ * thread's input scratch while `in` holds nothing (*borrowed tracks it;
+ * NULL: never, as for the clients). Bytes read, 0 at EOF, -errno,
  * -ETIMEDOUT. */
-ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline,
-                      bool *drained);
-/* The same for a server connection's input, over TLS when tls is set,
- * read into the thread's input scratch while `in` holds nothing
- * (*borrowed tracks it; borrowed NULL: never). */
 ssize_t sp__http_read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
                            size_t size, uint64_t deadline, bool *drained);
 
@@ -217,7 +215,7 @@ void sp__http_deadline_clear(sp__http_deadline_t *d);
  * did the deadline cancel it? */
 bool sp__http_deadline_expired(const sp__http_deadline_t *d);
 void sp__http_deadline_free(sp__http_deadline_t *d);
-/* sp__http_read (or, with `borrowed`, sp__http_read_lent) ending by
+/* sp__http_read_lent ending by
  * deadline (0: none), enforced by d's timer; d NULL: by each wait's own
  * timeout. -ETIMEDOUT at the deadline. */
 ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,

@@ -110,11 +110,6 @@ static ssize_t tls_read(sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed, size_t
     return n;
 }
 
-ssize_t sp__http_read(int fd, sp_buf_t *in, size_t size, uint64_t deadline, bool *drained)
-{
-    return read_some(fd, in, NULL, size, deadline, drained);
-}
-
 ssize_t sp__http_read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
                            size_t size, uint64_t deadline, bool *drained)
 {

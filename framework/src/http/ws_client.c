@@ -1,12 +1,12 @@
-/* The client's side of a WebSocket: connect, send the upgrade request
- * with a random key, and take the 101 answer (parsed by the HTTP client's
- * response parser) only with the Sec-WebSocket-Accept that key asks for.
- * Bytes after the answer are the first frames. */
+/* The client's side of a WebSocket: connect (over TLS for wss://, with
+ * the HTTP client's dialer), send the upgrade request with a random key,
+ * and take the 101 answer (parsed by the HTTP client's response parser)
+ * only with the Sec-WebSocket-Accept that key asks for. Bytes after the
+ * answer are the first frames. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 #include "http_client_internal.h"
 #include "ws_internal.h"
@@ -47,7 +47,8 @@ static int build(sp_buf_t *b, const sp__http_target_t *t, const char *key,
 }
 
 /* Read the answer to the upgrade: 0 (a valid 101), or -errno. */
-static int read_answer(int fd, sp_buf_t *in, const char *key, uint64_t until)
+static int read_answer(const sp__http_link_t *l, sp_buf_t *in, const char *key,
+                       uint64_t until)
 {
     sp_http_server_opts_t limits = {.max_header_size = 16384, .max_headers = 100,
                                     .max_body = 1};
@@ -66,7 +67,7 @@ static int read_answer(int fd, sp_buf_t *in, const char *key, uint64_t until)
         else if (st == SP__HTTP_DONE)
             rc = 0;
         else {
-            ssize_t n = sp__http_read(fd, in, READ_SIZE, until, &drained);
+            ssize_t n = sp__http_read_lent(l->fd, l->tls, in, NULL, READ_SIZE, until, &drained);
             rc = n > 0 ? 1 : n == 0 ? -ECONNRESET : (int)n;
         }
     }
@@ -81,34 +82,22 @@ static int read_answer(int fd, sp_buf_t *in, const char *key, uint64_t until)
     return rc;
 }
 
-static int dial(const sp__http_target_t *t, int64_t timeout_us)
-{
-    sp_addr_t a;
-    int n = sp_addr_resolve(t->key, &a, 1);
-    if (n < 1)
-        return n < 0 ? n : -ENOENT;
-    int fd = sp_connect(&a, timeout_us);
-    if (fd >= 0)
-        sp_set_nodelay(fd, true);
-    return fd;
-}
-
-/* The handshake on a connected fd: 0, the bytes after it in *rest. */
-static int handshake(int fd, const sp__http_target_t *t, const sp_ws_opts_t *o,
-                     sp_buf_t *rest)
+/* The upgrade on a connection, by `until`: 0, the bytes after it in
+ * *rest. */
+static int handshake(const sp__http_link_t *l, const sp__http_target_t *t,
+                     const sp_ws_opts_t *o, uint64_t until, sp_buf_t *rest)
 {
     uint8_t raw[16];
     char key[25];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
         return -EIO;
     sp__base64(raw, sizeof raw, key);
-    uint64_t until = sp__http_deadline(o->connect_timeout_us);
-    sp__http_out_t out = {.fd = fd, .buf = SP_BUF_INIT, .timeout_us = o->connect_timeout_us,
-                          .until_ns = until};
+    sp__http_out_t out = {.fd = l->fd, .tls = l->tls, .buf = SP_BUF_INIT,
+                          .timeout_us = o->connect_timeout_us, .until_ns = until};
     int rc = build(&out.buf, t, key, o->headers);
     rc = rc < 0 ? rc : sp__http_out_flush(&out, NULL, 0);
     sp_buf_free(&out.buf);
-    return rc < 0 ? rc : read_answer(fd, rest, key, until);
+    return rc < 0 ? rc : read_answer(l, rest, key, until);
 }
 
 int sp_ws_connect(const char *url, const sp_ws_opts_t *opts, sp_ws_t **out)
@@ -116,23 +105,27 @@ int sp_ws_connect(const char *url, const sp_ws_opts_t *opts, sp_ws_t **out)
     sp_ws_opts_t o;
     sp__ws_opts(&o, opts);
     sp__http_target_t t;
-    int rc = sp__http_parse_url(url, "ws", 80, &t);
+    int rc = sp__http_parse_url(url, "ws", &t);
     if (rc < 0)
         return rc;
     sp_ws_t *ws = malloc(sizeof *ws);
     if (!ws)
         return -ENOMEM;
-    int fd = dial(&t, o.connect_timeout_us);
+    /* connect_timeout_us bounds the connect, TLS and upgrade together. */
+    uint64_t until = sp__http_deadline(o.connect_timeout_us);
+    sp__http_link_t l = {-1, NULL};
     sp_buf_t rest = SP_BUF_INIT;
-    rc = fd < 0 ? fd : handshake(fd, &t, &o, &rest);
+    rc = sp__http_dial(&t, o.tls, o.connect_timeout_us, until, &l);
+    rc = rc < 0 ? rc : handshake(&l, &t, &o, until, &rest);
     if (rc < 0) {
-        if (fd >= 0)
-            close(fd);
+        if (l.fd >= 0)
+            sp__http_link_close(&l, false);
         sp_buf_free(&rest);
         free(ws);
         return rc;
     }
-    sp__ws_init(ws, fd, true, &o, &rest);
+    sp__ws_init(ws, l.fd, true, &o, &rest);
+    ws->out.tls = l.tls; /* frames go through sp_tls_read / sp_tls_write */
     *out = ws;
     return 0;
 }
@@ -141,7 +134,7 @@ void sp_ws_free(sp_ws_t *ws)
 {
     if (!ws || !ws->client) /* a server's ws is its connection's */
         return;
-    close(ws->fd);
-    sp__ws_release(ws);
+    sp__ws_release(ws); /* its read timer first: it watches the fd */
+    sp__http_link_close(&(sp__http_link_t){ws->fd, ws->out.tls}, true);
     free(ws);
 }

@@ -1,6 +1,7 @@
 /* A WebSocket connection, server's or client's: messages in and out over
- * the HTTP layer's I/O (sp__http_read, sp__http_out_flush), which parks
- * the fiber on every wait and bounds it with a deadline.
+ * the HTTP layer's I/O (sp__http_read_by, sp__http_out_flush; over TLS
+ * when out.tls is set, for wss:// on both sides), which parks the fiber on
+ * every wait and bounds it with a deadline.
  *
  * sp_ws_recv feeds what is buffered to the frame receiver (ws_frame.c)
  * and reads more only when it needs more. Control frames are handled
