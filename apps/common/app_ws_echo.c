@@ -13,7 +13,8 @@ static void ws_echo(sp_ws_t *ws, void *arg)
         ;
 }
 
-int app_add_ws_echo(sp_http_router_t *r, const char *path)
+int app_add_ws_echo(sp_http_router_t *r, const char *path, bool deflate)
 {
-    return sp_http_router_add_ws(r, path, NULL, ws_echo, NULL);
+    sp_ws_opts_t o = {.deflate = deflate};
+    return sp_http_router_add_ws(r, path, &o, ws_echo, NULL);
 }

@@ -16,8 +16,9 @@
 void app_add_hello_routes(sp_http_router_t *r);
 
 /* A WebSocket endpoint at path sending every message back (default
- * limits: 1 MiB messages, 60 s idle). As sp_http_router_add_ws. */
-int app_add_ws_echo(sp_http_router_t *r, const char *path);
+ * limits: 1 MiB messages, 60 s idle), accepting permessage-deflate if
+ * `deflate`. As sp_http_router_add_ws. */
+int app_add_ws_echo(sp_http_router_t *r, const char *path, bool deflate);
 
 /* Answer with a body and its Content-Type. */
 int app_answer(sp_http_response_t *res, const char *type, const char *body);

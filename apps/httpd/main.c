@@ -2,13 +2,14 @@
  *
  *   spindle-httpd --listen 127.0.0.1:8080 [--listen ADDR]... [--workers N]
  *                 [--root DIR] [--max-conns N] [--access-log] [--server NAME]
- *                 [--ws-echo PATH] [--tls-cert PEM --tls-key PEM
+ *                 [--ws-echo PATH [--ws-deflate]] [--tls-cert PEM --tls-key PEM
  *                 [--tls-ciphersuites LIST]]
  *
  * GET /plaintext answers "Hello, World!" (text/plain), GET /json answers
  * {"message":"Hello, World!"} (application/json); with --root every other
  * path is a file under DIR. --ws-echo PATH makes PATH a WebSocket endpoint
- * that sends every message back. --tls-cert and --tls-key (PEM files; the
+ * that sends every message back; --ws-deflate lets it accept
+ * permessage-deflate. --tls-cert and --tls-key (PEM files; the
  * certificate file may hold its chain) make it an HTTPS server (TLS 1.2
  * and 1.3, ALPN http/1.1: docs/tls.md); --tls-ciphersuites limits TLS 1.3's
  * suites (OpenSSL syntax). --access-log writes one line per request to
@@ -39,14 +40,15 @@ typedef struct args {
     const char *listen[MAX_LISTEN];
     int nlisten, workers, max_conns;
     const char *root, *server, *ws_echo, *tls_cert, *tls_key, *tls_suites;
-    bool access_log;
+    bool access_log, ws_deflate;
 } args_t;
 
 static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--root DIR]\n"
-            "          [--max-conns N] [--access-log] [--server NAME] [--ws-echo PATH]\n"
+            "          [--max-conns N] [--access-log] [--server NAME]\n"
+            "          [--ws-echo PATH [--ws-deflate]]\n"
             "          [--tls-cert PEM --tls-key PEM [--tls-ciphersuites LIST]]\n"
             "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n"
             "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit;\n"
@@ -72,6 +74,8 @@ static void parse_args(int argc, char **argv, args_t *a)
             a->server = argv[++i];
         else if (!strcmp(argv[i], "--ws-echo") && more)
             a->ws_echo = argv[++i];
+        else if (!strcmp(argv[i], "--ws-deflate"))
+            a->ws_deflate = true;
         else if (!strcmp(argv[i], "--tls-cert") && more)
             a->tls_cert = argv[++i];
         else if (!strcmp(argv[i], "--tls-key") && more)
@@ -113,7 +117,7 @@ static sp_http_router_t *make_routes(const args_t *a, sp_http_static_t **st)
     if (!r)
         return NULL;
     app_add_hello_routes(r);
-    if (a->ws_echo && app_add_ws_echo(r, a->ws_echo) < 0) {
+    if (a->ws_echo && app_add_ws_echo(r, a->ws_echo, a->ws_deflate) < 0) {
         fprintf(stderr, "spindle-httpd: --ws-echo %s: cannot add it\n", a->ws_echo);
         exit(2);
     }

@@ -27,7 +27,25 @@
  *        as the bytes come, across fragments);
  *   1009 a message over max_message;
  *   1001 not a byte from the peer for idle_timeout_us (a ping counts).
- * No extensions (permessage-deflate is declined) and no subprotocols.
+ * With permessage-deflate negotiated, RSV1 marks a compressed message's
+ * first frame (1002 on a control or continuation frame, or without the
+ * extension); undecodable deflate data is 1002, an inflated message over
+ * max_message 1009 (found as it inflates), inflated text not UTF-8 1007.
+ *
+ * permessage-deflate (opts.deflate) is off by default on both sides: it
+ * costs memory per connection (zlib's streams, about 40 KiB with the
+ * default window; see docs/http.md) and CPU per message, and compressing
+ * secrets in the same message as data a third party chooses leaks them
+ * through the sizes (as CRIME and BREACH did over TLS). The server then
+ * honours an offer's server_no_context_takeover,
+ * client_no_context_takeover, server_max_window_bits (9-15; an offer of 8
+ * is declined: zlib cannot compress with a 256-byte window) and
+ * client_max_window_bits, and limits both windows to deflate_window_bits
+ * where it may; malformed offers are declined, not failed. The client
+ * offers client_max_window_bits (and server_max_window_bits under 15) and
+ * fails sp_ws_connect with -EPROTO on an answer it did not offer or cannot
+ * honour (also any extension when it offered none). Messages under 64
+ * bytes go out uncompressed. No subprotocols.
  *
  * One fiber at a time may use a ws (recv answers pings with sends of its
  * own, so sends from a second fiber could interleave with them).
@@ -36,6 +54,7 @@
 #ifndef SPINDLE_WEBSOCKET_H
 #define SPINDLE_WEBSOCKET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +99,12 @@ typedef struct sp_ws_opts {
      * sp_ws_free). NULL: the process's default config (the system CA
      * store), as the HTTP client's. */
     sp_tls_config_t *tls;
+    bool deflate;                /* permessage-deflate (RFC 7692): the server
+                                    accepts an offer, the client makes one;
+                                    off (see below) */
+    int deflate_window_bits;     /* our compressor's window, 2^bits bytes (9-15,
+                                    clamped), and the peer's where the
+                                    handshake lets us ask; 12 (4 KiB) */
 } sp_ws_opts_t;
 
 #define SP_WS_DEFAULT_MAX_MESSAGE (1024u * 1024u)
@@ -87,6 +112,7 @@ typedef struct sp_ws_opts {
 #define SP_WS_DEFAULT_SEND_TIMEOUT_US 30000000LL
 #define SP_WS_DEFAULT_CLOSE_TIMEOUT_US 2000000LL
 #define SP_WS_DEFAULT_CONNECT_TIMEOUT_US 10000000LL
+#define SP_WS_DEFAULT_DEFLATE_WINDOW_BITS 12
 
 /* A received message: data is owned by the ws, valid until the next call
  * on it, never NULL (text is not NUL-terminated). */

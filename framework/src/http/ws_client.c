@@ -26,8 +26,9 @@ static bool header_ok(const char *h)
 }
 
 static int build(sp_buf_t *b, const sp__http_target_t *t, const char *key,
-                 const char *const *headers)
+                 const sp_ws_opts_t *o)
 {
+    const char *const *headers = o->headers;
     int rc = put(b, "GET ");
     rc |= sp__buf_append(b, t->path, t->path_len);
     rc |= sp__buf_append(b, t->query, t->query_len);
@@ -36,6 +37,7 @@ static int build(sp_buf_t *b, const sp__http_target_t *t, const char *key,
     rc |= put(b, "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ");
     rc |= put(b, key);
     rc |= put(b, "\r\nSec-WebSocket-Version: 13\r\n");
+    rc |= sp__ws_pmd_request(b, o);
     for (; headers && *headers; headers++) {
         if (!header_ok(*headers))
             return -EINVAL;
@@ -46,9 +48,10 @@ static int build(sp_buf_t *b, const sp__http_target_t *t, const char *key,
     return rc ? -ENOMEM : 0;
 }
 
-/* Read the answer to the upgrade: 0 (a valid 101), or -errno. */
+/* Read the answer to the upgrade: 0 (a valid 101), or -errno; *z the
+ * permessage-deflate streams if it agreed to our offer. */
 static int read_answer(const sp__http_link_t *l, sp_buf_t *in, const char *key,
-                       uint64_t until)
+                       uint64_t until, const sp_ws_opts_t *o, sp__ws_z_t **z)
 {
     sp_http_server_opts_t limits = {.max_header_size = 16384, .max_headers = 100,
                                     .max_body = 1};
@@ -78,14 +81,16 @@ static int read_answer(const sp__http_link_t *l, sp_buf_t *in, const char *key,
                     !sp_http_request_header(&m, "Upgrade") ||
                     strcasecmp(sp_http_request_header(&m, "Upgrade"), "websocket")))
         rc = -EPROTO;
+    if (rc == 0)
+        rc = sp__ws_pmd_answer(sp_http_request_header(&m, "Sec-WebSocket-Extensions"), o, z);
     sp__http_req_free(&m);
     return rc;
 }
 
 /* The upgrade on a connection, by `until`: 0, the bytes after it in
- * *rest. */
+ * *rest, *z the permessage-deflate streams if agreed. */
 static int handshake(const sp__http_link_t *l, const sp__http_target_t *t,
-                     const sp_ws_opts_t *o, uint64_t until, sp_buf_t *rest)
+                     const sp_ws_opts_t *o, uint64_t until, sp_buf_t *rest, sp__ws_z_t **z)
 {
     uint8_t raw[16];
     char key[25];
@@ -94,10 +99,10 @@ static int handshake(const sp__http_link_t *l, const sp__http_target_t *t,
     sp__base64(raw, sizeof raw, key);
     sp__http_out_t out = {.fd = l->fd, .tls = l->tls, .buf = SP_BUF_INIT,
                           .timeout_us = o->connect_timeout_us, .until_ns = until};
-    int rc = build(&out.buf, t, key, o->headers);
+    int rc = build(&out.buf, t, key, o);
     rc = rc < 0 ? rc : sp__http_out_flush(&out, NULL, 0);
     sp_buf_free(&out.buf);
-    return rc < 0 ? rc : read_answer(l, rest, key, until);
+    return rc < 0 ? rc : read_answer(l, rest, key, until, o, z);
 }
 
 int sp_ws_connect(const char *url, const sp_ws_opts_t *opts, sp_ws_t **out)
@@ -115,8 +120,9 @@ int sp_ws_connect(const char *url, const sp_ws_opts_t *opts, sp_ws_t **out)
     uint64_t until = sp__http_deadline(o.connect_timeout_us);
     sp__http_link_t l = {-1, NULL};
     sp_buf_t rest = SP_BUF_INIT;
+    sp__ws_z_t *z = NULL;
     rc = sp__http_dial(&t, o.tls, o.connect_timeout_us, until, &l);
-    rc = rc < 0 ? rc : handshake(&l, &t, &o, until, &rest);
+    rc = rc < 0 ? rc : handshake(&l, &t, &o, until, &rest, &z);
     if (rc < 0) {
         if (l.fd >= 0)
             sp__http_link_close(&l, false);
@@ -126,6 +132,7 @@ int sp_ws_connect(const char *url, const sp_ws_opts_t *opts, sp_ws_t **out)
     }
     sp__ws_init(ws, l.fd, true, &o, &rest);
     ws->out.tls = l.tls; /* frames go through sp_tls_read / sp_tls_write */
+    ws->z = ws->rx.z = z;
     *out = ws;
     return 0;
 }

@@ -43,6 +43,7 @@ void sp__ws_opts(sp_ws_opts_t *o, const sp_ws_opts_t *opts)
     o->send_timeout_us = pick(o->send_timeout_us, SP_WS_DEFAULT_SEND_TIMEOUT_US);
     o->close_timeout_us = pick(o->close_timeout_us, SP_WS_DEFAULT_CLOSE_TIMEOUT_US);
     o->connect_timeout_us = pick(o->connect_timeout_us, SP_WS_DEFAULT_CONNECT_TIMEOUT_US);
+    sp__ws_deflate_opts(o);
 }
 
 static void touch(sp_ws_t *ws)
@@ -72,6 +73,7 @@ void sp__ws_release(sp_ws_t *ws)
 {
     sp__http_deadline_free(ws->deadline);
     sp__ws_rx_free(&ws->rx);
+    sp__ws_z_free(ws->z);
     sp_buf_clear(&ws->in);
     sp__http_scratch_return(&ws->in, &ws->in_borrowed, SP__SCRATCH_IN);
     sp_buf_free(&ws->in);
@@ -297,7 +299,13 @@ int sp_ws_send(sp_ws_t *ws, sp_ws_type_t type, const void *data, size_t len)
     sp__utf8_t u = {0, 0, 0};
     if (type == SP_WS_TEXT && (!sp__utf8_feed(&u, data, len) || u.need))
         return -EILSEQ;
-    return send_frame(ws, type, data, len);
+    if (!sp__ws_z_wanted(ws->z, len))
+        return send_frame(ws, type, data, len);
+    sp_buf_t z = SP_BUF_INIT;
+    long n = sp__ws_z_deflate(ws->z, data, len, &z);
+    int rc = n < 0 ? (int)n : send_frame(ws, type | SP__WS_RSV1, sp__buf_data(&z), (size_t)n);
+    sp_buf_free(&z);
+    return rc;
 }
 
 int sp_ws_ping(sp_ws_t *ws, const void *data, size_t len)

@@ -141,6 +141,16 @@ void sp__ws_rx_free(sp__ws_rx_t *rx)
     sp_buf_free(&rx->msg);
 }
 
+/* The message's bytes from `at` on, if text: 0 or -1007. */
+static long check_text(sp__ws_rx_t *rx, size_t at)
+{
+    if (rx->msg_type != SP_WS_TEXT ||
+        sp__utf8_feed(&rx->utf8, (const uint8_t *)sp__buf_data(&rx->msg) + at,
+                      sp__buf_len(&rx->msg) - at))
+        return 0;
+    return -SP_WS_INVALID_DATA;
+}
+
 void sp__ws_rx_next(sp__ws_rx_t *rx)
 {
     sp__ws_buf_trim(&rx->msg);
@@ -152,24 +162,60 @@ static long end_frame(sp__ws_rx_t *rx, int *event)
 {
     if (!rx->fin)
         return 0;
+    if (rx->deflated) {
+        size_t at = sp__buf_len(&rx->msg);
+        int rc = sp__ws_z_inflate_end(rx->z, &rx->msg, rx->max_message);
+        long bad = check_text(rx, at);
+        if (bad || rc < 0)
+            return bad ? bad : rc;
+    }
     if (rx->msg_type == SP_WS_TEXT && rx->utf8.need)
         return -SP_WS_INVALID_DATA; /* a character cut at the end */
     *event = SP__WS_MESSAGE;
     return 0;
 }
 
+/* Payload bytes of a compressed message, unmasked by the piece. The text
+ * check comes before inflate's verdict, so a message is judged by the same
+ * bytes whatever the reads that brought it. */
+static long inflate_payload(sp__ws_rx_t *rx, const uint8_t *p, size_t k)
+{
+    uint8_t piece[2048];
+    for (size_t i = 0, n; i < k; i += n) {
+        n = k - i < sizeof piece ? k - i : sizeof piece;
+        const uint8_t *in = p + i;
+        if (rx->from_client) {
+            memcpy(piece, in, n);
+            sp__ws_mask(piece, n, rx->mask, rx->mask_at + i);
+            in = piece;
+        }
+        size_t at = sp__buf_len(&rx->msg);
+        int rc = sp__ws_z_inflate(rx->z, in, n, &rx->msg, rx->max_message);
+        long bad = check_text(rx, at);
+        if (bad || rc < 0)
+            return bad ? bad : rc;
+    }
+    return 0;
+}
+
 static long take_payload(sp__ws_rx_t *rx, const uint8_t *p, size_t n, int *event)
 {
     size_t k = n < rx->left ? n : (size_t)rx->left;
-    size_t at = sp__buf_len(&rx->msg);
-    if (sp__buf_append(&rx->msg, p, k) < 0)
-        return -SP_WS_INTERNAL_ERROR;
-    uint8_t *mine = (uint8_t *)sp__buf_data(&rx->msg) + at;
-    if (rx->from_client)
-        sp__ws_mask(mine, k, rx->mask, rx->mask_at);
+    if (rx->deflated) {
+        long rc = inflate_payload(rx, p, k);
+        if (rc < 0)
+            return rc;
+    } else {
+        size_t at = sp__buf_len(&rx->msg);
+        if (sp__buf_append(&rx->msg, p, k) < 0)
+            return -SP_WS_INTERNAL_ERROR;
+        if (rx->from_client)
+            sp__ws_mask((uint8_t *)sp__buf_data(&rx->msg) + at, k, rx->mask, rx->mask_at);
+        long bad = check_text(rx, at);
+        if (bad)
+            return bad;
+    }
     rx->mask_at += k;
-    if (rx->msg_type == SP_WS_TEXT && !sp__utf8_feed(&rx->utf8, mine, k))
-        return -SP_WS_INVALID_DATA;
     rx->left -= k;
     long rc = rx->left ? 0 : end_frame(rx, event);
     return rc < 0 ? rc : (long)k;
@@ -209,6 +255,19 @@ static long head_len(const uint8_t *p, size_t n, size_t *head, uint64_t *len)
     return 0;
 }
 
+/* A frame of len bytes would take its message past the limit. The
+ * compressed bytes of a message get a little more than max_message (what
+ * deflate adds to bytes it cannot shrink); what they inflate to is held
+ * to max_message as it comes. */
+static bool too_big(const sp__ws_rx_t *rx, uint64_t len)
+{
+    size_t max = rx->max_message;
+    if (!rx->deflated)
+        return len > max - sp__buf_len(&rx->msg);
+    uint64_t zmax = max > SIZE_MAX / 2 ? max : max + max / 1024 + 64;
+    return len > zmax - rx->zin;
+}
+
 long sp__ws_rx_feed(sp__ws_rx_t *rx, const uint8_t *p, size_t n, int *event)
 {
     *event = SP__WS_NONE;
@@ -218,10 +277,14 @@ long sp__ws_rx_feed(sp__ws_rx_t *rx, const uint8_t *p, size_t n, int *event)
         return take_payload(rx, p, n, event);
     if (n < 2)
         return 0;
-    int op = p[0] & 15;
+    int op = p[0] & 15, rsv = p[0] & 0x70;
     bool fin = p[0] & 0x80, masked = p[1] & 0x80;
-    if ((p[0] & 0x70) || masked != rx->from_client)
-        return -SP_WS_PROTOCOL_ERROR; /* RSV without an extension; masking */
+    /* RSV1 only with permessage-deflate, and only on a message's first
+     * frame (RFC 7692 6). */
+    bool rsv_ok = !rsv || (rsv == SP__WS_RSV1 && rx->z && op != SP__WS_OP_CONT &&
+                           op < SP__WS_OP_CLOSE);
+    if (!rsv_ok || masked != rx->from_client)
+        return -SP_WS_PROTOCOL_ERROR;
     size_t head;
     uint64_t len;
     long rc = head_len(p, n, &head, &len);
@@ -240,9 +303,12 @@ long sp__ws_rx_feed(sp__ws_rx_t *rx, const uint8_t *p, size_t n, int *event)
     if (op != SP__WS_OP_CONT) {
         rx->msg_type = op;
         rx->utf8 = (sp__utf8_t){0, 0, 0};
+        rx->deflated = rsv;
+        rx->zin = 0;
     }
-    if (len > rx->max_message - sp__buf_len(&rx->msg))
+    if (too_big(rx, len))
         return -SP_WS_TOO_BIG;
+    rx->zin += len;
     rx->left = len;
     rx->fin = fin;
     rc = len ? 0 : end_frame(rx, event);

@@ -24,6 +24,62 @@ int sp__base64_decode(const char *s, uint8_t *out, size_t cap);
 /* Sec-WebSocket-Accept for a key: base64(SHA-1(key + the RFC's GUID)). */
 void sp__ws_accept(const char *key, char out[29]);
 
+/* ---- ws_pmd.c: permessage-deflate negotiation (RFC 7692 7.1) ----------- */
+
+/* What was agreed: each side's compressor window (bits, 8-15) and
+ * whether it starts every message afresh. */
+typedef struct sp__ws_pmd {
+    bool server_no_takeover, client_no_takeover;
+    uint8_t server_bits, client_bits;
+} sp__ws_pmd_t;
+
+enum { SP__WS_PMD_TEXT = 160 }; /* an offer or answer, NUL-terminated */
+
+/* Server: the first offer of a Sec-WebSocket-Extensions value it can
+ * honour, with its own window limit `bits` (9-15): true, *p and the
+ * answer's value in out; false declines (none, or malformed). */
+bool sp__ws_pmd_accept(const char *offers, int bits, sp__ws_pmd_t *p,
+                       char out[SP__WS_PMD_TEXT]);
+/* Client: the offer for window limit `bits` (9-15). */
+void sp__ws_pmd_offer(int bits, char out[SP__WS_PMD_TEXT]);
+/* Client: the server's answer (NULL: none) to that offer: 1 and *p,
+ * 0 (declined), or -EPROTO (not what was offered, or cannot be honoured). */
+int sp__ws_pmd_check(const char *answer, int bits, sp__ws_pmd_t *p);
+/* The options' window bits made 9-15 (0: the default). */
+void sp__ws_deflate_opts(sp_ws_opts_t *o);
+
+/* ---- ws_deflate.c: permessage-deflate's zlib streams --------------------- */
+
+typedef struct sp__ws_z sp__ws_z_t;
+
+enum { SP__WS_RSV1 = 0x40 };
+/* Messages shorter than this go out uncompressed (RSV1 clear). */
+enum { SP__WS_Z_MIN = 64 };
+
+/* Both streams for what was agreed, seen from the client or the server;
+ * NULL when out of memory. */
+sp__ws_z_t *sp__ws_z_new(const sp__ws_pmd_t *p, bool client);
+void sp__ws_z_free(sp__ws_z_t *z);
+/* Inflate a piece of a compressed message's payload onto out, which may
+ * not pass max bytes: 0, or -code: 1009 (over max), 1002 (not deflate
+ * data), 1011 (no memory). */
+int sp__ws_z_inflate(sp__ws_z_t *z, const uint8_t *p, size_t n, sp_buf_t *out, size_t max);
+/* The message's end: its tail (00 00 ff ff) inflated, the window dropped
+ * when the peer does not take it over. As sp__ws_z_inflate. */
+int sp__ws_z_inflate_end(sp__ws_z_t *z, sp_buf_t *out, size_t max);
+/* Compress a whole message onto out (empty): the payload's length (out's
+ * first bytes, the tail left off), or -ENOMEM/-EIO. */
+long sp__ws_z_deflate(sp__ws_z_t *z, const void *p, size_t n, sp_buf_t *out);
+/* Whether a message of len bytes is sent compressed (z: NULL if not
+ * negotiated). */
+bool sp__ws_z_wanted(const sp__ws_z_t *z, size_t len);
+
+/* Client, ws_pmd.c: the offer's header line onto b when opts ask for
+ * permessage-deflate (0 or -ENOMEM), and the server's answer (NULL:
+ * none) to it: 0 and *z (NULL: declined), -EPROTO, -ENOMEM. */
+int sp__ws_pmd_request(sp_buf_t *b, const sp_ws_opts_t *o);
+int sp__ws_pmd_answer(const char *answer, const sp_ws_opts_t *o, sp__ws_z_t **z);
+
 /* ---- ws_frame.c: receiving ---------------------------------------------- */
 
 /* A UTF-8 check fed in pieces: how many continuation bytes are due and
@@ -53,6 +109,9 @@ typedef struct sp__ws_rx {
     size_t mask_at;     /* payload bytes of the frame unmasked so far */
     uint8_t ctl[SP__WS_CTL_MAX]; /* a control frame's payload, unmasked */
     size_t ctl_len;
+    sp__ws_z_t *z;      /* permessage-deflate negotiated (not owned); NULL: no */
+    bool deflated;      /* the message under way is compressed (RSV1) */
+    uint64_t zin;       /* its compressed bytes so far */
 } sp__ws_rx_t;
 
 void sp__ws_rx_init(sp__ws_rx_t *rx, bool from_client, size_t max_message);
@@ -105,6 +164,7 @@ struct sp_ws {
     const _Atomic bool *stopping; /* server: its stop began; NULL: client */
     uint8_t keys[256];      /* client: random bytes for masking keys */
     size_t keys_used;
+    sp__ws_z_t *z;          /* permessage-deflate; NULL: not negotiated */
 };
 
 /* Defaults filled into o from opts (NULL: all defaults). */

@@ -47,26 +47,55 @@ static int check(sp_http_request_t *req, sp_http_response_t *res)
     return 1;
 }
 
+/* permessage-deflate when the endpoint allows it and an offer (in any
+ * Sec-WebSocket-Extensions line) can be honoured: its streams, and the
+ * answer's header line in `line`; NULL and "" otherwise. */
+static sp__ws_z_t *deflate_offer(sp_http_request_t *req, const sp_ws_opts_t *o,
+                                 char line[SP__WS_PMD_TEXT + 32])
+{
+    line[0] = '\0';
+    size_t n = o->deflate ? sp_http_request_nheaders(req) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name, *value;
+        char answer[SP__WS_PMD_TEXT];
+        sp__ws_pmd_t p;
+        if (sp_http_request_header_at(req, i, &name, &value) < 0 ||
+            strcasecmp(name, "Sec-WebSocket-Extensions") ||
+            !sp__ws_pmd_accept(value, o->deflate_window_bits, &p, answer))
+            continue;
+        sp__ws_z_t *z = sp__ws_z_new(&p, false);
+        if (z) /* out of memory: declined, the connection goes on without */
+            snprintf(line, SP__WS_PMD_TEXT + 32, "Sec-WebSocket-Extensions: %s\r\n", answer);
+        return z;
+    }
+    return NULL;
+}
+
 int sp_ws_serve(sp_http_request_t *req, sp_http_response_t *res,
                 const sp_ws_opts_t *opts, sp_ws_fn fn, void *arg)
 {
     int rc = check(req, res);
     if (rc <= 0)
         return rc;
-    char accept[29], head[384];
+    sp_ws_opts_t o;
+    sp__ws_opts(&o, opts);
+    char accept[29], head[384 + SP__WS_PMD_TEXT + 32], ext[SP__WS_PMD_TEXT + 32];
+    sp__ws_z_t *z = deflate_offer(req, &o, ext);
     sp__ws_accept(sp_http_request_header(req, "Sec-WebSocket-Key"), accept);
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
-                     accept, res->server_line);
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s\r\n",
+                     accept, ext, res->server_line);
     sp_buf_t rest = SP_BUF_INIT;
     int fd = sp__http_take_over(req, head, (size_t)n, &rest);
     if (fd < 0) {
+        sp__ws_z_free(z);
         sp_buf_free(&rest);
         return 0; /* the client is gone: the connection just closes */
     }
     sp_ws_t ws;
-    sp__ws_init(&ws, fd, false, opts, &rest);
+    sp__ws_init(&ws, fd, false, &o, &rest);
+    ws.z = ws.rx.z = z;
     ws.out.tls = res->out->tls; /* wss: the connection's TLS session */
     ws.req = req;
     ws.stopping = res->stopping;
