@@ -8,7 +8,9 @@
 #
 #   bench/ws_echo.sh [CONNS] [ROUNDS]      (100, 5)
 #
-# env: SECONDS_PER_RUN (3), BUILD_DIR (build).
+# env: SECONDS_PER_RUN (3), BUILD_DIR (build), WS_DEFLATE=1 (the WebSocket
+# runs with permessage-deflate: spindle-httpd --ws-deflate, the load
+# offering it; every message is then compressed both ways).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${BUILD_DIR:-$root/build}/bin
@@ -35,7 +37,7 @@ run() {
     pid=
   done
   [[ $pid ]] || { echo "ws_echo.sh: $name did not start" >&2; exit 1; }
-  [[ $name == ws ]] && ws=(--ws /ws)
+  [[ $name == ws ]] && ws=(--ws /ws "${deflate[@]}")
   read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   local out
   out=$(taskset -c 1 "$bin/spindle-echo-load" --connect "127.0.0.1:$port" --conns "$conns" \
@@ -50,12 +52,14 @@ run() {
   echo "$rate $(( (u1 - u0 + s1 - s0) * tick_ns / n ))"
 }
 
+deflate=()
+[[ ${WS_DEFLATE:-} == 1 ]] && deflate=(--ws-deflate)
 echo "# loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 for round in $(seq "$rounds"); do
   read -r prate pcpu < <(run plain "$bin/spindle-echo" --listen "127.0.0.1:%PORT%" --workers 1)
   read -r wrate wcpu < <(run ws "$bin/spindle-httpd" --listen "127.0.0.1:%PORT%" \
-    --workers 1 --ws-echo /ws)
+    --workers 1 --ws-echo /ws "${deflate[@]}")
   [[ $prate && $wrate ]] || exit 1
   r=$(awk -v a="$wrate" -v b="$prate" -v c="$wcpu" -v d="$pcpu" \
     'BEGIN {printf "%.3f %.3f", a / b, (d > 0 ? c / d : 0)}')

@@ -9,7 +9,8 @@ set -euo pipefail
 core=(cmake make gcc pkg-config libev-dev libhttp-parser-dev check libyaml-dev libunwind-dev
       valgrind curl python3 python3-websockets netcat-openbsd
       libhiredis-dev libcurl4-openssl-dev redis-server
-      libmariadb-dev mariadb-server libmemcached-dev memcached libssl-dev openssl)
+      libmariadb-dev mariadb-server libmemcached-dev memcached libssl-dev openssl
+      zlib1g-dev)
 bench=(libboost-context-dev g++ wrk libst-dev nginx-light liburing-dev)
 # arm64 libraries come as multiarch packages. libhttp-parser-dev is not
 # Multi-Arch: same (its :arm64 would replace the native one), so only its

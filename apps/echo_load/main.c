@@ -1,12 +1,13 @@
 /* spindle-echo-load: a load generator for echo servers, written on spindle.
  *
  *   spindle-echo-load --connect 127.0.0.1:9000 [--conns 100] [--size 64]
- *                     [--duration 5] [--workers 1] [--ws PATH]
+ *                     [--duration 5] [--workers 1] [--ws PATH [--ws-deflate]]
  *
  * Every connection is a fiber doing ping-pong: write a message, read it
  * back, check it, record the round trip. With --ws the connections are
  * WebSocket ones to ws://ADDR/PATH and each message a binary frame
- * (spindle-httpd --ws-echo PATH answers them). Prints messages/s and the p50 and
+ * (spindle-httpd --ws-echo PATH answers them); --ws-deflate offers
+ * permessage-deflate. Prints messages/s and the p50 and
  * p99 round-trip latency in microseconds. Exits non-zero if any connection
  * failed or any byte came back wrong.
  */
@@ -71,6 +72,7 @@ static uint64_t percentile(const histogram_t *h, double p)
 typedef struct load {
     sp_addr_t addr;
     const char *ws_url; /* NULL: plain TCP */
+    sp_ws_opts_t ws_opts;
     size_t size;
     uint64_t end_ns;
     histogram_t *per_worker; /* fibers never leave their worker */
@@ -100,7 +102,7 @@ static void connection(void *arg)
     histogram_t *h = &L->per_worker[sp_worker_index()];
     char *out = malloc(L->size), *in = malloc(L->size);
     sp_ws_t *ws = NULL;
-    int fd = L->ws_url ? (sp_ws_connect(L->ws_url, NULL, &ws) < 0 ? -1 : 0)
+    int fd = L->ws_url ? (sp_ws_connect(L->ws_url, &L->ws_opts, &ws) < 0 ? -1 : 0)
                        : sp_connect(&L->addr, 5000000);
     if (fd < 0 || !out || !in) {
         atomic_fetch_add(&L->failed, 1);
@@ -135,12 +137,13 @@ done:
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s --connect ADDR [--conns N] [--size BYTES] "
-                    "[--duration SECONDS] [--workers N] [--ws PATH]\n", argv0);
+                    "[--duration SECONDS] [--workers N] [--ws PATH [--ws-deflate]]\n", argv0);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
+    static load_t L;
     const char *target = NULL, *ws_path = NULL;
     int conns = 100, workers = 1;
     double duration = 5;
@@ -158,13 +161,14 @@ int main(int argc, char **argv)
             workers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ws") && i + 1 < argc)
             ws_path = argv[++i];
+        else if (!strcmp(argv[i], "--ws-deflate"))
+            L.ws_opts.deflate = true;
         else
             usage(argv[0]);
     }
     if (!target || conns < 1 || size < 1 || duration <= 0 || workers < 1)
         usage(argv[0]);
     signal(SIGPIPE, SIG_IGN);
-    static load_t L;
     if (sp_addr_resolve(target, &L.addr, 1) < 1) {
         fprintf(stderr, "spindle-echo-load: bad address '%s'\n", target);
         return 2;

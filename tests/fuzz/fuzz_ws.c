@@ -5,7 +5,11 @@
  * message and control frame, a close payload's verdict, the close code
  * of a violation) and must yield the same whatever the split; a message
  * over the limit or a crash is a finding too. The first byte chooses the
- * side (bit 0: frames from a client, masked) and the rest are frames.
+ * side (bit 0: frames from a client, masked) and whether permessage-deflate
+ * was negotiated (bit 1; bit 2: the peer compresses each message alone,
+ * bits 3-5: its window, 8 + their value), so compressed
+ * messages (RSV1) are inflated, held to the limit and checked as text as
+ * they inflate; the rest are frames.
  *
  *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSPINDLE_FUZZ=ON
  *   cmake --build build-fuzz --target fuzz_ws
@@ -68,11 +72,22 @@ static bool drain(sp__ws_rx_t *rx, sp_buf_t *in, trace_t *t)
     }
 }
 
-static trace_t run(bool from_client, const uint8_t *p, size_t n, size_t piece)
+static trace_t run(uint8_t mode, const uint8_t *p, size_t n, size_t piece)
 {
     trace_t t = {.n = 0};
+    bool from_client = mode & 1;
     sp__ws_rx_t rx;
     sp__ws_rx_init(&rx, from_client, MAX_MESSAGE);
+    if (mode & 2) {
+        /* The peer's window as drawn; ours never under 9 bits (the
+         * handshake does not agree to 8 for us). */
+        uint8_t theirs = (uint8_t)(8 + (mode >> 3 & 7)), ours = theirs < 9 ? 9 : theirs;
+        bool alone = mode & 4;
+        sp__ws_pmd_t pmd = {alone, alone, from_client ? ours : theirs,
+                            from_client ? theirs : ours};
+        if (!(rx.z = sp__ws_z_new(&pmd, !from_client)))
+            abort();
+    }
     sp_buf_t in;
     sp_buf_init(&in);
     bool ok = true;
@@ -85,6 +100,7 @@ static trace_t run(bool from_client, const uint8_t *p, size_t n, size_t piece)
     note(&t, ok ? 7 : 8); /* still open, or refused */
     sp_buf_free(&in);
     sp__ws_rx_free(&rx);
+    sp__ws_z_free(rx.z);
     return t;
 }
 
@@ -94,13 +110,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    bool from_client = data[0] & 1;
     const uint8_t *p = data + 1;
     size_t n = size - 1;
-    trace_t whole = run(from_client, p, n, n ? n : 1);
+    trace_t whole = run(data[0], p, n, n ? n : 1);
     static const size_t pieces[] = {1, 2, 3, 7, 64};
     for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
-        trace_t t = run(from_client, p, n, pieces[i]);
+        trace_t t = run(data[0], p, n, pieces[i]);
         if (t.n != whole.n || memcmp(t.ev, whole.ev, sizeof(uint64_t) * (size_t)t.n)) {
             fprintf(stderr, "fuzz_ws: reads of %zu differ from the whole input\n", pieces[i]);
             abort();

@@ -43,42 +43,6 @@ static void round_trip(sp_ws_t *ws, sp_ws_type_t type, const void *p, size_t n)
 
 /* ---- against Python's server ---------------------------------------------- */
 
-static pid_t peer_pid;
-static int peer_stdin, peer_port;
-
-static FILE *peer_out;
-
-/* ws_peer.py MODE (server, masked): its port from its first line. */
-static void python_server_start(const char *mode)
-{
-    int in[2], out[2];
-    ck_assert_int_eq(pipe(in), 0);
-    ck_assert_int_eq(pipe(out), 0);
-    peer_pid = fork();
-    ck_assert_int_ge(peer_pid, 0);
-    if (peer_pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execl(WS_PYTHON, WS_PYTHON, WS_TEST_DIR "/ws_peer.py", mode, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    peer_stdin = in[1];
-    peer_out = fdopen(out[0], "r");
-    ck_assert_int_eq(fscanf(peer_out, "%d", &peer_port), 1); /* bounded by its start */
-}
-
-static void python_server_stop(void)
-{
-    fclose(peer_out);
-    close(peer_stdin);
-    int status;
-    ck_assert_int_eq(waitpid(peer_pid, &status, 0), peer_pid);
-}
-
 static void against_python(void *arg)
 {
     (void)arg;
@@ -123,17 +87,17 @@ static void on_plain_thread(void)
 
 START_TEST(ws_client_against_python_server)
 {
-    python_server_start("server");
+    python_peer_start((const char *[]){"server", NULL});
     run_fibers(against_python, 1);
     on_plain_thread();
-    python_server_stop();
+    python_peer_stop();
 }
 END_TEST
 
 /* A server's frame must not be masked: the client closes with 1002. */
 START_TEST(ws_client_refuses_masked_server_frames)
 {
-    python_server_start("masked");
+    python_peer_start((const char *[]){"masked", NULL});
     sp_ws_t *ws;
     ck_assert_int_eq(sp_ws_connect(ws_url(peer_port, "/"), NULL, &ws), 0);
     sp_ws_msg_t m;
@@ -142,7 +106,7 @@ START_TEST(ws_client_refuses_masked_server_frames)
     int code = 0;
     ck_assert_int_eq(fscanf(peer_out, "%d", &code), 1);
     ck_assert_int_eq(code, 1002);
-    python_server_stop();
+    python_peer_stop();
 }
 END_TEST
 

@@ -15,99 +15,6 @@
 
 #include "ws_fixture.h"
 
-enum { FIN = 0x80, TEXT = 1, BINARY = 2, CLOSE = 8, PING = 9, PONG = 10 };
-
-#define UPGRADE(path, extra)                                                              \
-    "GET " path " HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" \
-    extra "\r\n"
-#define KEY "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-#define V13 "Sec-WebSocket-Version: 13\r\n"
-
-/* A raw connection after a checked handshake (RFC 6455's sample key). */
-static client_t *ws_open(const char *path)
-{
-    client_t *c = client_open(&S.addr);
-    char req[512], line[512];
-    snprintf(req, sizeof req, UPGRADE("%s", KEY V13), path);
-    send_str(c, req);
-    ck_assert_int_eq(take_line(c, line, sizeof line), 0);
-    ck_assert_str_eq(line, "HTTP/1.1 101 Switching Protocols");
-    bool accepted = false;
-    while (take_line(c, line, sizeof line) == 0 && line[0])
-        accepted |= !strcasecmp(line, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
-    ck_assert(accepted);
-    return c;
-}
-
-/* One frame with first byte b0, masked unless `plain`. */
-static void put_frame(client_t *c, int b0, const void *p, size_t n, bool plain)
-{
-    static const unsigned char key[4] = {0x11, 0x22, 0x33, 0x44};
-    unsigned char *f = malloc(n + 14), *at = f;
-    *at++ = (unsigned char)b0;
-    unsigned char m = plain ? 0 : 0x80;
-    if (n < 126) {
-        *at++ = (unsigned char)(m | n);
-    } else {
-        *at++ = m | 126;
-        *at++ = (unsigned char)(n >> 8);
-        *at++ = (unsigned char)n;
-    }
-    if (!plain) {
-        memcpy(at, key, 4);
-        at += 4;
-    }
-    for (size_t i = 0; i < n; i++)
-        *at++ = ((const unsigned char *)p)[i] ^ (plain ? 0 : key[i & 3]);
-    ck_assert_int_eq(sp_write_full(c->fd, f, (size_t)(at - f)), at - f);
-    free(f);
-}
-
-static void need(client_t *c, size_t n)
-{
-    while (c->len < n)
-        ck_assert_int_gt(fill(c), 0);
-}
-
-/* The server's next frame (unmasked, under 64 KiB): its first byte. */
-static int get_frame(client_t *c, char *out, size_t *len)
-{
-    need(c, 2);
-    unsigned char *b = (unsigned char *)c->buf;
-    ck_assert_int_eq(b[1] & 0x80, 0);
-    size_t n = b[1] & 127, head = 2;
-    if (n == 126) {
-        need(c, 4);
-        n = (size_t)b[2] << 8 | b[3];
-        head = 4;
-    }
-    need(c, head + n);
-    int first = b[0];
-    memcpy(out, c->buf + head, n);
-    *len = n;
-    c->len -= head + n;
-    memmove(c->buf, c->buf + head + n, c->len);
-    return first;
-}
-
-static void expect_frame(client_t *c, int b0, const void *p, size_t n)
-{
-    char got[65536];
-    size_t len;
-    ck_assert_int_eq(get_frame(c, got, &len), b0);
-    ck_assert_uint_eq(len, n);
-    ck_assert(!memcmp(got, p, n));
-}
-
-/* A close frame with `code` (no reason), then the end of the connection. */
-static void expect_close(client_t *c, int code)
-{
-    unsigned char want[2] = {(unsigned char)(code >> 8), (unsigned char)code};
-    expect_frame(c, FIN | CLOSE, want, 2);
-    assert_closed(c);
-    client_close(c);
-}
-
 /* A close without a code is answered with one without a code, and the
  * endpoint sees the handshake done. */
 static void close_without_code(client_t *c)
@@ -339,10 +246,7 @@ END_TEST
 
 START_TEST(ws_python_client_echo)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, WS_PYTHON " %s/ws_peer.py client ws://127.0.0.1:%d/ws",
-             WS_TEST_DIR, sp_addr_port(&S.addr));
-    ck_assert_int_eq(system(cmd), 0);
+    python_client("client", "/ws");
     expect_report(-ENOTCONN, 4001);
 }
 END_TEST

@@ -14,6 +14,22 @@
                             handshake, sends a masked frame (which a
                             server must not), prints its port first and
                             the close code it got back last.
+    ws_peer.py client-deflate URL
+                            permessage-deflate offered three ways (the
+                            library's default, no context takeover both
+                            ways, small windows): the answer checked, messages of 1
+                            byte, 100 KB text and binary sent back; each
+                            connection closed with 4001.
+    ws_peer.py server-deflate VARIANT
+                            the echo server with permessage-deflate:
+                            "default" (the library's), "nct" (no context
+                            takeover both ways), "bits" (windows of 10 and
+                            9 bits). "ext?" is answered with what was
+                            agreed.
+    ws_peer.py answer EXT...
+                            a raw server, one connection per EXT: answers
+                            the handshake with Sec-WebSocket-Extensions:
+                            EXT ("-": without the header), then closes.
 """
 import asyncio
 import base64
@@ -24,6 +40,8 @@ import struct
 import sys
 
 import websockets
+from websockets.extensions.permessage_deflate import (
+    ClientPerMessageDeflateFactory, ServerPerMessageDeflateFactory)
 
 
 async def client(url):
@@ -45,9 +63,47 @@ async def client(url):
     print("ok")
 
 
+CLIENT_OFFERS = [
+    ([ClientPerMessageDeflateFactory(client_max_window_bits=True)],
+     "permessage-deflate; server_max_window_bits=12; client_max_window_bits=12"),
+    ([ClientPerMessageDeflateFactory(server_no_context_takeover=True,
+                                     client_no_context_takeover=True)],
+     "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
+     "server_max_window_bits=12; client_max_window_bits=12"),
+    ([ClientPerMessageDeflateFactory(server_max_window_bits=9,
+                                     client_max_window_bits=10)],
+     "permessage-deflate; server_max_window_bits=9; client_max_window_bits=10"),
+]
+
+
+async def client_deflate(url):
+    for extensions, answer in CLIENT_OFFERS:
+        async with websockets.connect(url, max_size=None, compression=None,
+                                      extensions=extensions) as ws:
+            got = ws.response_headers.get("Sec-WebSocket-Extensions")
+            assert got == answer, got
+            for msg in ["x", "é" * 50000, bytes(range(256)) * 400]:
+                await ws.send(msg)
+                assert await ws.recv() == msg
+            await ws.close(code=4001)
+    print("ok")
+
+
+SERVER_VARIANTS = {
+    "default": None,
+    "nct": [ServerPerMessageDeflateFactory(server_no_context_takeover=True,
+                                           client_no_context_takeover=True)],
+    "bits": [ServerPerMessageDeflateFactory(server_max_window_bits=10,
+                                            client_max_window_bits=9)],
+}
+
+
 async def echo(ws):
     try:
         async for msg in ws:
+            if msg == "ext?":
+                await ws.send(repr(ws.extensions))
+                continue
             if msg == "close-me":
                 await ws.close(code=4002, reason="bye")
                 return
@@ -56,9 +112,13 @@ async def echo(ws):
         pass
 
 
-async def server():
+async def server(variant=None):
+    options = {"compression": None}
+    if variant:
+        options = {"extensions": SERVER_VARIANTS[variant]} if SERVER_VARIANTS[variant] \
+            else {"compression": "deflate"}
     async with websockets.serve(echo, "127.0.0.1", 0, max_size=None,
-                                compression=None) as srv:
+                                **options) as srv:
         port = srv.sockets[0].getsockname()[1]
         print(port, flush=True)
         loop = asyncio.get_running_loop()
@@ -74,9 +134,9 @@ async def tls_server(port, cert, key):
         await asyncio.Future()
 
 
-def masked():
-    lsock = socket.create_server(("127.0.0.1", 0))
-    print(lsock.getsockname()[1], flush=True)
+def raw_upgrade(lsock, extra=b""):
+    """Accept a connection and answer its handshake (extra: more header
+    lines, each ending in CRLF); the socket."""
     conn, _ = lsock.accept()
     conn.settimeout(10)
     head = b""
@@ -88,7 +148,23 @@ def masked():
         key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
     conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                  b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept +
-                 b"\r\n\r\n" + b"\x81\x82\x00\x00\x00\x00hi")
+                 b"\r\n" + extra + b"\r\n")
+    return conn
+
+
+def answer(exts):
+    lsock = socket.create_server(("127.0.0.1", 0))
+    print(lsock.getsockname()[1], flush=True)
+    for ext in exts:
+        extra = b"" if ext == "-" else b"Sec-WebSocket-Extensions: " + ext.encode() + b"\r\n"
+        raw_upgrade(lsock, extra).close()
+
+
+def masked():
+    lsock = socket.create_server(("127.0.0.1", 0))
+    print(lsock.getsockname()[1], flush=True)
+    conn = raw_upgrade(lsock)
+    conn.sendall(b"\x81\x82\x00\x00\x00\x00hi")
     frame = b""
     while len(frame) < 4:
         frame += conn.recv(4096)
@@ -100,9 +176,13 @@ def masked():
 if __name__ == "__main__":
     if sys.argv[1] == "client":
         asyncio.run(asyncio.wait_for(client(sys.argv[2]), 30))
+    elif sys.argv[1] == "client-deflate":
+        asyncio.run(asyncio.wait_for(client_deflate(sys.argv[2]), 30))
     elif sys.argv[1] == "masked":
         masked()
     elif sys.argv[1] == "tls-server":
         asyncio.run(tls_server(int(sys.argv[2]), sys.argv[3], sys.argv[4]))
+    elif sys.argv[1] == "answer":
+        answer(sys.argv[2:])
     else:
-        asyncio.run(server())
+        asyncio.run(server(sys.argv[2] if len(sys.argv) > 2 else None))

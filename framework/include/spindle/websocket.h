@@ -33,8 +33,8 @@
  * max_message 1009 (found as it inflates), inflated text not UTF-8 1007.
  *
  * permessage-deflate (opts.deflate) is off by default on both sides: it
- * costs memory per connection (zlib's streams, about 40 KiB with the
- * default window; see docs/http.md) and CPU per message, and compressing
+ * costs memory per connection (zlib's streams, about 43 KiB more per
+ * idle connection with the default window; see docs/http.md) and CPU per message, and compressing
  * secrets in the same message as data a third party chooses leaks them
  * through the sizes (as CRIME and BREACH did over TLS). The server then
  * honours an offer's server_no_context_takeover,

@@ -4,9 +4,9 @@
  * writes, and tests/fuzz/fuzz_ws.c drives the receiver alone.
  *
  * Data frames' payloads are taken as they arrive (unmasked and checked
- * into the message being joined), so a big frame never has to be held
- * whole in the input buffer too; a control frame (125 bytes at most) is
- * taken only whole. */
+ * into the message being joined; a compressed message's inflated into it,
+ * ws_deflate.c), so a big frame never has to be held whole in the input
+ * buffer too; a control frame (125 bytes at most) is taken only whole. */
 #include <string.h>
 
 #include "ws_internal.h"
