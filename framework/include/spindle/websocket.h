@@ -33,11 +33,11 @@
  * max_message 1009 (found as it inflates), inflated text not UTF-8 1007.
  *
  * permessage-deflate (opts.deflate) is off by default on both sides: it
- * costs memory per connection (zlib's streams, about 43 KiB more per
- * idle connection with the default window; see docs/http.md) and CPU per message, and compressing
- * secrets in the same message as data a third party chooses leaks them
- * through the sizes (as CRIME and BREACH did over TLS). The server then
- * honours an offer's server_no_context_takeover,
+ * costs memory per connection (zlib's streams: about 43 KiB more per idle
+ * connection with the default window, docs/http.md) and CPU per message,
+ * and compressing secrets in the same message as data a third party
+ * chooses leaks them through the sizes (as CRIME and BREACH did over
+ * TLS). The server then honours an offer's server_no_context_takeover,
  * client_no_context_takeover, server_max_window_bits (9-15; an offer of 8
  * is declined: zlib cannot compress with a 256-byte window) and
  * client_max_window_bits, and limits both windows to deflate_window_bits
@@ -172,8 +172,10 @@ void sp_ws_free(sp_ws_t *ws);
  *               1001 at once, not at the end of the stop's drain;
  *   -ECONNRESET the peer went away without a close (or mid-frame). */
 int sp_ws_recv(sp_ws_t *ws, sp_ws_msg_t *msg, int64_t timeout_us);
-/* One message in one frame. Text must be UTF-8 (-EILSEQ). 0 or -errno:
- * -EINVAL (bad type), -ENOTCONN (closed), -EPIPE/-ECONNRESET/-ETIMEDOUT. */
+/* One message in one frame (compressed with permessage-deflate when it
+ * was agreed and len >= 64). Text must be UTF-8 (-EILSEQ). 0 or -errno:
+ * -EINVAL (bad type), -ENOTCONN (closed), -EPIPE/-ECONNRESET/-ETIMEDOUT,
+ * -ENOMEM (compressing; the connection is then over). */
 int sp_ws_send(sp_ws_t *ws, sp_ws_type_t type, const void *data, size_t len);
 /* A ping with up to 125 bytes (-EINVAL past that); its pong is counted by
  * sp_ws_recv (sp_ws_pongs). */

@@ -305,6 +305,10 @@ int sp_ws_send(sp_ws_t *ws, sp_ws_type_t type, const void *data, size_t len)
     long n = sp__ws_z_deflate(ws->z, data, len, &z);
     int rc = n < 0 ? (int)n : send_frame(ws, type | SP__WS_RSV1, sp__buf_data(&z), (size_t)n);
     sp_buf_free(&z);
+    /* A stream that took the message in but could not send it is no
+     * longer the one the peer inflates with: the connection is over. */
+    if (n < 0)
+        ws->closed = true;
     return rc;
 }
 
