@@ -17,7 +17,8 @@ bench=(libboost-context-dev g++ wrk libst-dev nginx-light liburing-dev)
 # runtime is installed; scripts/aarch64-toolchain.cmake links to it for the
 # linker, and the header in /usr/include serves both architectures.
 cross=(gcc-aarch64-linux-gnu qemu-user libc6-dev-arm64-cross file check:arm64
-       libev-dev:arm64 libyaml-dev:arm64 libhttp-parser2.9:arm64 libssl-dev:arm64)
+       libev-dev:arm64 libyaml-dev:arm64 libhttp-parser2.9:arm64 libssl-dev:arm64
+       zlib1g-dev:arm64)
 
 want=("${core[@]}")
 for group in "$@"; do
