@@ -90,6 +90,8 @@ static int declare(spindled_vars_t *v)
         {"http.ws_echo_route", SP_CVAR_BOOL, "false", NULL, NULL,
          "serve /echo: a WebSocket endpoint sending every message back",
          &v->http_ws_echo_route},
+        {"http.ws_deflate", SP_CVAR_BOOL, "false", NULL, NULL,
+         "/echo accepts permessage-deflate (compressed messages)", &v->http_ws_deflate},
         {"http.redirect_https", SP_CVAR_BOOL, "false", NULL, NULL,
          "answer every HTTP request with 308 to the same URL on the HTTPS server",
          &v->http_redirect_https},

@@ -22,7 +22,7 @@ typedef struct spindled_vars {
         *http_body_timeout, *http_send_timeout, *http_handler_deadline, *http_max_body,
         *http_max_conns,
         *http_server_name, *http_access_log, *http_status_route, *http_slow_route,
-        *http_ws_echo_route, *http_redirect_https;
+        *http_ws_echo_route, *http_ws_deflate, *http_redirect_https;
     sp_cvar_t *https_enabled, *https_listen, *https_cert, *https_key, *https_protocols,
         *https_ciphers, *https_ciphersuites, *https_handshake_timeout;
     sp_cvar_t *echo_enabled, *echo_listen, *echo_max_conns, *echo_idle_timeout,

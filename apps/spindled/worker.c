@@ -83,7 +83,7 @@ static sp_http_router_t *make_routes(spindled_t *d, sp_http_static_t **files)
     if (sp_cvar_bool(d->v.http_slow_route))
         sp_http_router_add(r, SP_HTTP_EXACT, "/slow", SP_HTTP_M_GET, slow_answer, NULL);
     if (sp_cvar_bool(d->v.http_ws_echo_route))
-        app_add_ws_echo(r, "/echo", false);
+        app_add_ws_echo(r, "/echo", sp_cvar_bool(d->v.http_ws_deflate));
     if (*d->root) {
         if (!(*files = sp_http_static_create(d->root, NULL)))
             return r; /* the caller sees *files NULL with a root: fails */

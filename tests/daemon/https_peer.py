@@ -1,6 +1,7 @@
 """test_spindled_https's client, one check per mode; prints what it saw.
   get PORT CA              GET /plaintext over HTTPS (http.client): "plaintext BODY";
-                           a message through wss://127.0.0.1:PORT/echo: "wss MESSAGE"
+                           a message through wss://127.0.0.1:PORT/echo: "wss MESSAGE",
+                           and the extensions agreed: "extensions VALUE"
   cn PORT CA               a new handshake verified with CA: "cn=SUBJECT_CN"
   redirect PORT HOST PATH  a plain HTTP GET with that Host header:
                            "status=CODE location=LOCATION"
@@ -28,6 +29,7 @@ def get(port, ca):
         async with websockets.connect(f"wss://127.0.0.1:{port}/echo", ssl=ctx) as ws:
             await ws.send("over tls")
             print("wss", await ws.recv())
+            print("extensions", ws.response_headers.get("Sec-WebSocket-Extensions"))
 
     asyncio.run(over_wss())
 

@@ -110,7 +110,7 @@ START_TEST(https_serves_the_http_routes_and_wss)
     ck_assert_int_eq(mkdir(www, 0755), 0);
     snprintf(www, sizeof www, "%s/www/file.txt", dir);
     write_file(www, "a static file\n");
-    https_config("http.ws_echo_route: true\nhttp.root: www\n");
+    https_config("http.ws_echo_route: true\nhttp.ws_deflate: true\nhttp.root: www\n");
     proc_t p;
     start_here(&p);
     char cmd[512], out[4096];
@@ -124,6 +124,7 @@ START_TEST(https_serves_the_http_routes_and_wss)
     peer("get", p.https_port, cmd, out, sizeof out);
     has(out, "plaintext Hello, World!\n");
     has(out, "wss over tls\n");
+    has(out, "extensions permessage-deflate"); /* http.ws_deflate */
     /* The plain server serves on beside it. */
     char buf[1024];
     ck_assert_int_eq(get(p.http_port, "/plaintext", buf, sizeof buf, now_ms() + 5000), 200);
