@@ -213,6 +213,43 @@ START_TEST(sendfile_to_openssl_s_client)
 }
 END_TEST
 
+/* 4 KiB socket buffers at both ends: the server's sends meet a full
+ * socket again and again and wait (WANT_WRITE) between them; the bytes
+ * arrive whole, ktls off (_i 0) and on (_i 1). */
+START_TEST(sendfile_through_small_socket_buffers)
+{
+    start(_i);
+    S.sndbuf = 4096;
+    sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem")};
+    sp_tls_config_t *cfg = sp_tls_client_config(&co);
+    ck_assert_ptr_nonnull(cfg);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){4096}, sizeof(int)), 0);
+    ck_assert_int_eq(connect(fd, (const struct sockaddr *)&S.addr.ss, S.addr.len), 0);
+    sp_tls_conn_t *c;
+    ck_assert_int_eq(sp_tls_connect(cfg, fd, "a.test", 0, &c), 0);
+    const char req[] = "?file 1 299999";
+    ck_assert_int_eq(sp_tls_write(c, req, sizeof req - 1, 5000000), (ssize_t)sizeof req - 1);
+    unsigned char *got = malloc(BIG), *want = malloc(BIG);
+    size_t n = 0;
+    ssize_t r;
+    while ((r = sp_tls_read(c, got + n, BIG - n, 10000000)) > 0)
+        n += (size_t)r;
+    ck_assert_int_eq(r, 0);
+    ck_assert_int_eq(n, 299999);
+    ck_assert_int_eq(pread(S.file_fd, want, n, 1), (ssize_t)n);
+    ck_assert(memcmp(got, want, n) == 0);
+    free(got);
+    free(want);
+    sp_tls_free(c);
+    close(fd);
+    sp_tls_config_free(cfg);
+    ck_assert_int_eq(file_rc(), 299999);
+    check_path(1, _i ? "slow reader, ktls requested" : "slow reader, ktls off");
+    stop();
+}
+END_TEST
+
 /* A range past the end of the file: what there is, then -EIO. */
 START_TEST(sendfile_of_a_file_that_ends_early_fails_with_eio)
 {
@@ -273,6 +310,7 @@ int main(void)
                              sendfile_of_a_file_that_ends_early_fails_with_eio,
                              a_ktls_client_on_a_plain_thread_keeps_its_deadline);
     tcase_add_loop_test(tc, sendfile_to_python_whole_and_range, 0, 2);
+    tcase_add_loop_test(tc, sendfile_through_small_socket_buffers, 0, 2);
     int rc = sp_test_run(s);
     tls_certs_remove();
     return rc;

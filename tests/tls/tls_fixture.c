@@ -121,6 +121,8 @@ static void handle(int fd, const sp_addr_t *peer, void *arg)
 {
     (void)peer;
     tls_server_t *s = arg;
+    if (s->sndbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s->sndbuf, sizeof s->sndbuf);
     sp_tls_conn_t *c;
     int rc = sp_tls_accept(s->cfg, fd, 0, &c);
     if (rc == 0) {

@@ -42,6 +42,7 @@ typedef struct tls_server {
     int results[TLS_RESULTS]; /* under lock */
     int finished;             /* handlers done, under lock */
     int file_fd;              /* for "?file": set after tls_server_start */
+    int sndbuf;               /* > 0: the SO_SNDBUF of sockets accepted after */
     ssize_t file_rc;          /* the last sp_tls_sendfile's result, under lock */
     int ktls_sends;           /* connections with sp_tls_ktls_send, under lock */
 } tls_server_t;
