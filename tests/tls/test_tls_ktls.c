@@ -250,6 +250,33 @@ START_TEST(sendfile_through_small_socket_buffers)
 }
 END_TEST
 
+/* A ktls client whose write times out (the echo server's answers are
+ * never read, so it stops reading): no close_notify may follow, since
+ * OpenSSL would finish the half-sent record from the caller's buffer. */
+START_TEST(after_a_failed_ktls_write_shutdown_sends_nothing)
+{
+    start(true);
+    S.sndbuf = 4096;
+    sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem"), .ktls = true};
+    sp_tls_config_t *cfg = sp_tls_client_config(&co);
+    ck_assert_ptr_nonnull(cfg);
+    int fd = tls_tcp_client(&S);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){4096}, sizeof(int)), 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){4096}, sizeof(int)), 0);
+    sp_tls_conn_t *c;
+    ck_assert_int_eq(sp_tls_connect(cfg, fd, "a.test", 0, &c), 0);
+    enum { LOT = 4 << 20 };
+    char *lot = calloc(1, LOT);
+    ck_assert_int_eq(sp_tls_write(c, lot, LOT, 300000), -ETIMEDOUT);
+    ck_assert_int_eq(sp_tls_shutdown(c, 100000), -ENOTCONN);
+    free(lot);
+    sp_tls_free(c);
+    close(fd);
+    sp_tls_config_free(cfg);
+    stop();
+}
+END_TEST
+
 /* A range past the end of the file: what there is, then -EIO. */
 START_TEST(sendfile_of_a_file_that_ends_early_fails_with_eio)
 {
@@ -308,7 +335,8 @@ int main(void)
     TCase *tc = SP_TEST_CASE(s, "ktls", 120, NULL, NULL, handshake_and_echo_with_ktls,
                              sendfile_to_openssl_s_client,
                              sendfile_of_a_file_that_ends_early_fails_with_eio,
-                             a_ktls_client_on_a_plain_thread_keeps_its_deadline);
+                             a_ktls_client_on_a_plain_thread_keeps_its_deadline,
+                             after_a_failed_ktls_write_shutdown_sends_nothing);
     tcase_add_loop_test(tc, sendfile_to_python_whole_and_range, 0, 2);
     tcase_add_loop_test(tc, sendfile_through_small_socket_buffers, 0, 2);
     int rc = sp_test_run(s);

@@ -138,7 +138,8 @@ ssize_t sp_tls_sendfile(sp_tls_conn_t *c, int file_fd, off_t off, size_t len,
  * the config asked for it, the kernel has it and took the cipher). */
 bool sp_tls_ktls_send(const sp_tls_conn_t *c);
 /* Send close_notify (waiting at most timeout_us to get it out); the peer's
- * is not awaited. 0 or a negative errno. */
+ * is not awaited. 0 or a negative errno: -ENOTCONN, sending nothing, after
+ * a fatal failure, and with ktls after any failed write. */
 int sp_tls_shutdown(sp_tls_conn_t *c, int64_t timeout_us);
 /* Free the connection; the socket stays open. NULL is fine. */
 void sp_tls_free(sp_tls_conn_t *c);

@@ -277,8 +277,13 @@ static int write_all(sp_tls_conn_t *c, const char *buf, size_t len, int64_t time
     for (size_t off = 0; off < len;) {
         size_t n = 0;
         int rc = drive(c, op_write, (char *)buf + off, len - off, &n, deadline);
-        if (rc)
+        if (rc) {
+            /* Kernel TLS writes from the caller's buffer, not a copy: a
+             * record left half-sent would be finished from memory that
+             * may hold other bytes by then (sp_tls_shutdown would). */
+            c->failed |= c->ktls;
             return rc < 0 ? rc : -EPIPE;
+        }
         off += n;
         if (renew)
             deadline = deadline_of(timeout_us);
