@@ -45,7 +45,8 @@ static bool kernel_has_tls(void)
     return ok;
 }
 
-/* A file of BIG bytes, each its offset's low byte, open as S.file_fd. */
+/* A file of BIG bytes (a pattern that does not repeat every 256), open as
+ * the server's file. */
 static void start(bool ktls)
 {
     sp_test_make_dir(dir, sizeof dir, "sp-ktls");
@@ -62,7 +63,7 @@ static void start(bool ktls)
     tls_server_opts(&o, certs, names, 1);
     o.ktls = ktls;
     tls_server_start(&S, &o, 2);
-    S.file_fd = fd;
+    tls_server_set(&S, fd, 0);
 }
 
 static void stop(void)
@@ -219,7 +220,7 @@ END_TEST
 START_TEST(sendfile_through_small_socket_buffers)
 {
     start(_i);
-    S.sndbuf = 4096;
+    tls_server_set(&S, S.file_fd, 4096);
     sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem")};
     sp_tls_config_t *cfg = sp_tls_client_config(&co);
     ck_assert_ptr_nonnull(cfg);
@@ -256,7 +257,7 @@ END_TEST
 START_TEST(after_a_failed_ktls_write_shutdown_sends_nothing)
 {
     start(true);
-    S.sndbuf = 4096;
+    tls_server_set(&S, S.file_fd, 4096);
     sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem"), .ktls = true};
     sp_tls_config_t *cfg = sp_tls_client_config(&co);
     ck_assert_ptr_nonnull(cfg);

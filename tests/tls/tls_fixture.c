@@ -91,8 +91,11 @@ static void send_file(tls_server_t *s, sp_tls_conn_t *c, const char *cmd)
 {
     long long off, len;
     ssize_t rc = -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    int fd = s->file_fd;
+    pthread_mutex_unlock(&s->lock);
     if (sscanf(cmd, "?file %lld %lld", &off, &len) == 2)
-        rc = sp_tls_sendfile(c, s->file_fd, (off_t)off, (size_t)len, 10000000);
+        rc = sp_tls_sendfile(c, fd, (off_t)off, (size_t)len, 10000000);
     pthread_mutex_lock(&s->lock);
     s->file_rc = rc;
     pthread_mutex_unlock(&s->lock);
@@ -121,8 +124,11 @@ static void handle(int fd, const sp_addr_t *peer, void *arg)
 {
     (void)peer;
     tls_server_t *s = arg;
-    if (s->sndbuf > 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s->sndbuf, sizeof s->sndbuf);
+    pthread_mutex_lock(&s->lock);
+    int sndbuf = s->sndbuf;
+    pthread_mutex_unlock(&s->lock);
+    if (sndbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     sp_tls_conn_t *c;
     int rc = sp_tls_accept(s->cfg, fd, 0, &c);
     if (rc == 0) {
@@ -166,6 +172,14 @@ void tls_server_stop(tls_server_t *s)
     sp_tcp_server_destroy(s->srv);
     sp_iomanager_destroy(s->io);
     sp_tls_config_free(s->cfg);
+}
+
+void tls_server_set(tls_server_t *s, int file_fd, int sndbuf)
+{
+    pthread_mutex_lock(&s->lock);
+    s->file_fd = file_fd;
+    s->sndbuf = sndbuf;
+    pthread_mutex_unlock(&s->lock);
 }
 
 bool tls_server_wait(tls_server_t *s, int n, int timeout_ms)

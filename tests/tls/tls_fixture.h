@@ -41,8 +41,8 @@ typedef struct tls_server {
     pthread_cond_t cond;
     int results[TLS_RESULTS]; /* under lock */
     int finished;             /* handlers done, under lock */
-    int file_fd;              /* for "?file": set after tls_server_start */
-    int sndbuf;               /* > 0: the SO_SNDBUF of sockets accepted after */
+    int file_fd;              /* for "?file" (tls_server_set), under lock */
+    int sndbuf;               /* > 0: SO_SNDBUF of accepted sockets, under lock */
     ssize_t file_rc;          /* the last sp_tls_sendfile's result, under lock */
     int ktls_sends;           /* connections with sp_tls_ktls_send, under lock */
 } tls_server_t;
@@ -61,6 +61,9 @@ void tls_server_opts(sp_tls_server_opts_t *o, sp_tls_cert_t *certs, const char *
 /* Start the echo server with `threads` workers (the config is made from o). */
 void tls_server_start(tls_server_t *s, const sp_tls_server_opts_t *o, int threads);
 void tls_server_stop(tls_server_t *s);
+/* The file "?file" sends from, and the SO_SNDBUF (> 0) of the sockets
+ * accepted from now on. */
+void tls_server_set(tls_server_t *s, int file_fd, int sndbuf);
 /* Wait up to timeout_ms until `n` handlers have finished. */
 bool tls_server_wait(tls_server_t *s, int n, int timeout_ms);
 int tls_server_count(tls_server_t *s, tls_result_t r);
