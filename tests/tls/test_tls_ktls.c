@@ -28,17 +28,26 @@ enum { BIG = 300000 };
 static tls_server_t S;
 static char dir[128], path[192];
 
+/* A blocking socket connected to a loopback listener (in *l) that never
+ * accepts: the TCP connection is made, nobody answers. */
+static int connect_to_nobody(int *l)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof a;
+    *l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_eq(bind(*l, (struct sockaddr *)&a, n), 0);
+    ck_assert_int_eq(listen(*l, 1), 0);
+    ck_assert_int_eq(getsockname(*l, (struct sockaddr *)&a, &n), 0);
+    ck_assert_int_eq(connect(c, (struct sockaddr *)&a, n), 0);
+    return c;
+}
+
 /* The kernel's answer, asked here as the library asks it: a connected
  * loopback socket takes the "tls" ULP or not. */
 static bool kernel_has_tls(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof a;
-    int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_eq(bind(l, (struct sockaddr *)&a, n), 0);
-    ck_assert_int_eq(listen(l, 1), 0);
-    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &n), 0);
-    ck_assert_int_eq(connect(c, (struct sockaddr *)&a, n), 0);
+    int l, c = connect_to_nobody(&l);
     bool ok = setsockopt(c, IPPROTO_TCP, TCP_ULP, "tls", sizeof "tls") == 0;
     close(c);
     close(l);
@@ -151,6 +160,28 @@ START_TEST(a_ktls_config_logs_once_whether_the_kernel_has_tls)
 }
 END_TEST
 
+/* A client connection to S from this (plain) thread, trusting ca1; with
+ * `small`, 4 KiB socket buffers. Its config in *cfg, its socket in *fd. */
+static sp_tls_conn_t *client(bool ktls, bool small, sp_tls_config_t **cfg, int *fd)
+{
+    sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem"), .ktls = ktls};
+    ck_assert_ptr_nonnull(*cfg = sp_tls_client_config(&co));
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    for (int opt = SO_SNDBUF; small && opt; opt = opt == SO_SNDBUF ? SO_RCVBUF : 0)
+        ck_assert_int_eq(setsockopt(*fd, SOL_SOCKET, opt, &(int){4096}, sizeof(int)), 0);
+    ck_assert_int_eq(connect(*fd, (const struct sockaddr *)&S.addr.ss, S.addr.len), 0);
+    sp_tls_conn_t *c;
+    ck_assert_int_eq(sp_tls_connect(*cfg, *fd, "a.test", 0, &c), 0);
+    return c;
+}
+
+static void client_end(sp_tls_conn_t *c, sp_tls_config_t *cfg, int fd)
+{
+    sp_tls_free(c);
+    close(fd);
+    sp_tls_config_free(cfg);
+}
+
 START_TEST(handshake_and_echo_with_ktls)
 {
     start(true);
@@ -221,14 +252,9 @@ START_TEST(sendfile_through_small_socket_buffers)
 {
     start(_i);
     tls_server_set(&S, S.file_fd, 4096);
-    sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem")};
-    sp_tls_config_t *cfg = sp_tls_client_config(&co);
-    ck_assert_ptr_nonnull(cfg);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){4096}, sizeof(int)), 0);
-    ck_assert_int_eq(connect(fd, (const struct sockaddr *)&S.addr.ss, S.addr.len), 0);
-    sp_tls_conn_t *c;
-    ck_assert_int_eq(sp_tls_connect(cfg, fd, "a.test", 0, &c), 0);
+    sp_tls_config_t *cfg;
+    int fd;
+    sp_tls_conn_t *c = client(false, true, &cfg, &fd);
     const char req[] = "?file 1 299999";
     ck_assert_int_eq(sp_tls_write(c, req, sizeof req - 1, 5000000), (ssize_t)sizeof req - 1);
     unsigned char *got = malloc(BIG), *want = malloc(BIG);
@@ -242,11 +268,9 @@ START_TEST(sendfile_through_small_socket_buffers)
     ck_assert(memcmp(got, want, n) == 0);
     free(got);
     free(want);
-    sp_tls_free(c);
-    close(fd);
-    sp_tls_config_free(cfg);
+    client_end(c, cfg, fd);
     ck_assert_int_eq(file_rc(), 299999);
-    check_path(1, _i ? "slow reader, ktls requested" : "slow reader, ktls off");
+    check_path(1, _i ? "small buffers, ktls requested" : "small buffers, ktls off");
     stop();
 }
 END_TEST
@@ -258,22 +282,15 @@ START_TEST(after_a_failed_ktls_write_shutdown_sends_nothing)
 {
     start(true);
     tls_server_set(&S, S.file_fd, 4096);
-    sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem"), .ktls = true};
-    sp_tls_config_t *cfg = sp_tls_client_config(&co);
-    ck_assert_ptr_nonnull(cfg);
-    int fd = tls_tcp_client(&S);
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){4096}, sizeof(int)), 0);
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){4096}, sizeof(int)), 0);
-    sp_tls_conn_t *c;
-    ck_assert_int_eq(sp_tls_connect(cfg, fd, "a.test", 0, &c), 0);
+    sp_tls_config_t *cfg;
+    int fd;
+    sp_tls_conn_t *c = client(true, true, &cfg, &fd);
     enum { LOT = 4 << 20 };
     char *lot = calloc(1, LOT);
     ck_assert_int_eq(sp_tls_write(c, lot, LOT, 300000), -ETIMEDOUT);
     ck_assert_int_eq(sp_tls_shutdown(c, 100000), -ENOTCONN);
     free(lot);
-    sp_tls_free(c);
-    close(fd);
-    sp_tls_config_free(cfg);
+    client_end(c, cfg, fd);
     stop();
 }
 END_TEST
@@ -296,12 +313,9 @@ END_TEST
 START_TEST(a_ktls_client_on_a_plain_thread_keeps_its_deadline)
 {
     start(true);
-    sp_tls_client_opts_t co = {.ca_file = tls_file("ca1.pem"), .ktls = true};
-    sp_tls_config_t *cfg = sp_tls_client_config(&co);
-    ck_assert_ptr_nonnull(cfg);
-    sp_tls_conn_t *c;
-    int fd = tls_tcp_client(&S);
-    ck_assert_int_eq(sp_tls_connect(cfg, fd, "a.test", 0, &c), 0);
+    sp_tls_config_t *cfg;
+    int fd;
+    sp_tls_conn_t *c = client(true, false, &cfg, &fd);
     ck_assert_int_eq(sp_tls_write(c, "ping\n", 5, 5000000), 5);
     char buf[16];
     ck_assert_int_eq(sp_tls_read(c, buf, sizeof buf, 5000000), 5);
@@ -311,15 +325,9 @@ START_TEST(a_ktls_client_on_a_plain_thread_keeps_its_deadline)
     sp_tls_shutdown(c, 1000000);
     sp_tls_free(c);
     close(fd);
-    /* A server that accepts the TCP connection and never answers. */
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof a;
-    ck_assert_int_eq(bind(l, (struct sockaddr *)&a, n), 0);
-    ck_assert_int_eq(listen(l, 1), 0);
-    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &n), 0);
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, n), 0);
+    /* A server that never answers. */
+    int l;
+    fd = connect_to_nobody(&l);
     ck_assert_int_eq(sp_tls_connect(cfg, fd, "a.test", 300000, &c), -ETIMEDOUT);
     close(fd);
     close(l);
