@@ -6,7 +6,8 @@
  * wraps a connected TCP socket the caller keeps owning (sp_tls_free does
  * not close it); one fiber at a time uses a connection.
  *
- * The socket is read and written with MSG_DONTWAIT and every wait goes
+ * The socket is read and written with MSG_DONTWAIT (with ktls: made
+ * O_NONBLOCK, for OpenSSL's own reads and writes) and every wait goes
  * through sp_io_wait with the call's deadline, so a TLS call parks only
  * its fiber, with or without the hooks. Outside a fiber (a plain thread)
  * the calls wait in poll(2) instead.
