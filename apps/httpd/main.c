@@ -3,7 +3,7 @@
  *   spindle-httpd --listen 127.0.0.1:8080 [--listen ADDR]... [--workers N]
  *                 [--root DIR] [--max-conns N] [--access-log] [--server NAME]
  *                 [--ws-echo PATH [--ws-deflate]] [--tls-cert PEM --tls-key PEM
- *                 [--tls-ciphersuites LIST]]
+ *                 [--tls-ciphersuites LIST] [--tls-ktls]]
  *
  * GET /plaintext answers "Hello, World!" (text/plain), GET /json answers
  * {"message":"Hello, World!"} (application/json); with --root every other
@@ -12,7 +12,8 @@
  * permessage-deflate. --tls-cert and --tls-key (PEM files; the
  * certificate file may hold its chain) make it an HTTPS server (TLS 1.2
  * and 1.3, ALPN http/1.1: docs/tls.md); --tls-ciphersuites limits TLS 1.3's
- * suites (OpenSSL syntax). --access-log writes one line per request to
+ * suites (OpenSSL syntax); --tls-ktls asks for kernel TLS for static files
+ * (logged once at start: on, or unavailable and why). --access-log writes one line per request to
  * stderr (the "http.access" logger). Prints "listening on ADDR" for each
  * address (port 0 shows the port the kernel chose). SIGINT/SIGTERM stop it
  * gracefully: no new connections, idle ones closed, requests in progress
@@ -40,7 +41,7 @@ typedef struct args {
     const char *listen[MAX_LISTEN];
     int nlisten, workers, max_conns;
     const char *root, *server, *ws_echo, *tls_cert, *tls_key, *tls_suites;
-    bool access_log, ws_deflate;
+    bool access_log, ws_deflate, tls_ktls;
 } args_t;
 
 static void usage(const char *argv0)
@@ -49,7 +50,7 @@ static void usage(const char *argv0)
             "usage: %s --listen ADDR [--listen ADDR]... [--workers N] [--root DIR]\n"
             "          [--max-conns N] [--access-log] [--server NAME]\n"
             "          [--ws-echo PATH [--ws-deflate]]\n"
-            "          [--tls-cert PEM --tls-key PEM [--tls-ciphersuites LIST]]\n"
+            "          [--tls-cert PEM --tls-key PEM [--tls-ciphersuites LIST] [--tls-ktls]]\n"
             "  ADDR: 127.0.0.1:8080, [::1]:8080, unix:/path\n"
             "  N: --workers >= 1 (threads, the main one included); --max-conns >= 0 (0: no limit;\n"
             "     default: from the open-file limit)\n",
@@ -82,6 +83,8 @@ static void parse_args(int argc, char **argv, args_t *a)
             a->tls_key = argv[++i];
         else if (!strcmp(argv[i], "--tls-ciphersuites") && more)
             a->tls_suites = argv[++i];
+        else if (!strcmp(argv[i], "--tls-ktls"))
+            a->tls_ktls = true;
         else if (!strcmp(argv[i], "--access-log"))
             a->access_log = true;
         else
@@ -89,7 +92,7 @@ static void parse_args(int argc, char **argv, args_t *a)
         if (!ok)
             usage(argv[0]);
     }
-    if (!a->nlisten || !a->tls_cert != !a->tls_key || (a->tls_suites && !a->tls_cert))
+    if (!a->nlisten || !a->tls_cert != !a->tls_key || ((a->tls_suites || a->tls_ktls) && !a->tls_cert))
         usage(argv[0]);
 }
 
@@ -101,7 +104,7 @@ static sp_tls_config_t *make_tls(const args_t *a)
     sp_tls_cert_t cert = {a->tls_cert, a->tls_key};
     const char *alpn[] = {"http/1.1"};
     sp_tls_server_opts_t o = {.certs = &cert, .ncerts = 1, .alpn = alpn, .nalpn = 1,
-                              .ciphersuites = a->tls_suites};
+                              .ciphersuites = a->tls_suites, .ktls = a->tls_ktls};
     sp_tls_config_t *cfg = sp_tls_server_config(&o);
     if (!cfg) {
         fprintf(stderr, "spindle-httpd: --tls-cert %s --tls-key %s: %s (%s)\n", a->tls_cert,

@@ -32,6 +32,7 @@ sp_tls_config_t *spindled_tls_config(const spindled_t *d)
         .nalpn = 1,
         .handshake_timeout_us = sp_cvar_duration(v->https_handshake_timeout),
         .min_version = sp_cvar_string(v->https_protocols),
+        .ktls = sp_cvar_bool(v->https_ktls),
     };
     sp_tls_config_t *tls = sp_tls_server_config(&o);
     if (!tls)

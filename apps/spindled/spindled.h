@@ -24,7 +24,7 @@ typedef struct spindled_vars {
         *http_server_name, *http_access_log, *http_status_route, *http_slow_route,
         *http_ws_echo_route, *http_ws_deflate, *http_redirect_https;
     sp_cvar_t *https_enabled, *https_listen, *https_cert, *https_key, *https_protocols,
-        *https_ciphers, *https_ciphersuites, *https_handshake_timeout;
+        *https_ciphers, *https_ciphersuites, *https_handshake_timeout, *https_ktls;
     sp_cvar_t *echo_enabled, *echo_listen, *echo_max_conns, *echo_idle_timeout,
         *echo_write_timeout;
     sp_cvar_t *admin_listen, *admin_allow_public;

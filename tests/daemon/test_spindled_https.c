@@ -2,7 +2,7 @@
  * Python's ssl, http.client and websockets (https_peer.py), openssl
  * s_client and the library's own TLS client; http.redirect_https; what is
  * refused at start; the certificate read again on SIGHUP while a
- * kept-alive TLS connection goes on.
+ * kept-alive TLS connection goes on; https.ktls reported at start.
  *
  * The certificates come from tests/tls/make_certs.sh: a.pem (CN a.test)
  * and b.pem (CN b.test), both from ca1, both for IP 127.0.0.1. Each test's
@@ -102,14 +102,20 @@ static void start_here(proc_t *p)
     ck_assert_int_gt(p->https_port, 0);
 }
 
-START_TEST(https_serves_the_http_routes_and_wss)
+/* www/file.txt in this test's directory (http.root: www). */
+static void make_www(void)
 {
-    install("a", "a");
     char www[192];
     snprintf(www, sizeof www, "%s/www", dir);
     ck_assert_int_eq(mkdir(www, 0755), 0);
     snprintf(www, sizeof www, "%s/www/file.txt", dir);
     write_file(www, "a static file\n");
+}
+
+START_TEST(https_serves_the_http_routes_and_wss)
+{
+    install("a", "a");
+    make_www();
     https_config("http.ws_echo_route: true\nhttp.ws_deflate: true\nhttp.root: www\n");
     proc_t p;
     start_here(&p);
@@ -299,6 +305,28 @@ START_TEST(sighup_serves_a_renewed_certificate)
 }
 END_TEST
 
+/* https.ktls: the start says on "spindle.tls" whether the kernel has
+ * TLS, and static files come through either way. */
+START_TEST(https_ktls_reports_the_kernel_and_serves_files)
+{
+    install("a", "a");
+    make_www();
+    https_config("  ktls: true\nhttp.root: www\n");
+    proc_t p;
+    start_here(&p);
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof cmd, "curl -sS --cacert %s/ca1.pem https://127.0.0.1:%d/file.txt",
+             certs, p.https_port);
+    ck_assert_int_eq(run(cmd, out, sizeof out), 0);
+    ck_assert_str_eq(out, "a static file\n");
+    char err[8192];
+    read_err_until(&p, "kTLS", err, sizeof err);
+    has(err, "spindle.tls");
+    has(err, "kTLS");
+    stop_daemon(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("spindled_https");
@@ -308,7 +336,8 @@ int main(void)
                              redirect_https_answers_308_with_the_https_url,
                              bad_https_settings_are_refused_at_start,
                              https_sharing_a_port_is_refused,
-                             sighup_serves_a_renewed_certificate);
+                             sighup_serves_a_renewed_certificate,
+                             https_ktls_reports_the_kernel_and_serves_files);
     tcase_add_unchecked_fixture(tc, make_all, remove_base);
     return sp_test_run(s);
 }

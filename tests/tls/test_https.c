@@ -4,7 +4,8 @@
  * for a large file; two pipelined requests in one TLS write; three TLS
  * records in one TCP send (read ahead into OpenSSL); a WebSocket
  * endpoint over TLS (wss, Python's websockets); a client that speaks plain
- * HTTP to the TLS port is dropped while the server serves on. */
+ * HTTP to the TLS port is dropped while the server serves on; a config
+ * with ktls serves the static file the same. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -63,12 +64,13 @@ static void make_root(void)
     free(b);
 }
 
-static void start(void)
+static void start_with(bool ktls)
 {
     make_root();
     sp_tls_cert_t certs[1];
     sp_tls_server_opts_t o;
     tls_server_opts(&o, certs, (const char *const[]){"a"}, 1);
+    o.ktls = ktls;
     ck_assert_ptr_nonnull(cfg = sp_tls_server_config(&o));
     routes = sp_http_router_create();
     ck_assert_int_eq(sp_http_router_add(routes, SP_HTTP_EXACT, "/plaintext", SP_HTTP_M_GET, hello,
@@ -87,6 +89,11 @@ static void start(void)
     ck_assert_int_eq(sp_http_server_start(srv), 0);
     ck_assert_int_eq(sp_http_server_addr(srv, 0, &a), 0);
     port = sp_addr_port(&a);
+}
+
+static void start(void)
+{
+    start_with(false);
 }
 
 static void stop(void)
@@ -152,6 +159,35 @@ START_TEST(python_file_pipelining_and_wss)
 }
 END_TEST
 
+/* curl's download of url into root/got.bin equals big.bin's bytes from off. */
+static void curl_matches(const char *range, size_t off, size_t len)
+{
+    char out[4096], args[512], got[96];
+    snprintf(got, sizeof got, "%s/got.bin", root);
+    snprintf(args, sizeof args, "%s -o %s https://a.test:%d/big.bin", range, got, port);
+    ck_assert_int_eq(curl(args, out, sizeof out), 0);
+    unsigned char *b = malloc(BIG + 1);
+    int fd = open(got, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_eq(read(fd, b, BIG + 1), (ssize_t)len);
+    close(fd);
+    unlink(got);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_int_eq(b[i], (unsigned char)(off + i));
+    free(b);
+}
+
+/* A server whose TLS config asks for kernel TLS: the static file whole
+ * and by Range, byte for byte (kernel TLS where the kernel has it, else
+ * the same pieces through OpenSSL). */
+START_TEST(ktls_static_file_and_range)
+{
+    start_with(true);
+    curl_matches("", 0, BIG);
+    curl_matches("-r 4097-254096", 4097, 250000);
+    stop();
+}
+END_TEST
+
 /* Plain HTTP to the TLS port: no answer in clear, and the server serves on. */
 START_TEST(plain_http_to_the_tls_port_is_dropped)
 {
@@ -176,6 +212,7 @@ int main(void)
     tcase_add_test(tc, curl_get_keepalive_and_range);
     tcase_add_test(tc, python_file_pipelining_and_wss);
     tcase_add_test(tc, plain_http_to_the_tls_port_is_dropped);
+    tcase_add_test(tc, ktls_static_file_and_range);
     suite_add_tcase(s, tc);
     int rc = sp_test_run(s);
     tls_certs_remove();

@@ -37,29 +37,19 @@ static void stop(void)
     tls_server_stop(&S);
 }
 
-/* tls_client.py with extra arguments; its output in out. */
 static void python(const char *args, char *out, size_t size)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "python3 %s --port %d --ca %s %s", SP_TLS_CLIENT_PY, S.port,
-             tls_file("ca1.pem"), args);
-    int rc = tls_run(cmd, out, size);
-    ck_assert_msg(rc == 0, "%s: exit %d:\n%s", cmd, rc, out);
-}
-
-static void has(const char *out, const char *what)
-{
-    ck_assert_msg(strstr(out, what), "no \"%s\" in:\n%s", what, out);
+    tls_python(&S, args, out, size);
 }
 
 START_TEST(python_handshake_and_echo)
 {
     char out[4096];
     python("", out, sizeof out);
-    has(out, "version=TLSv1.3\n");
-    has(out, "cn=a.test\n");
-    has(out, "echo=ok\n");
-    has(out, "info=version=TLSv1.3 alpn=- sni=a.test reused=0\n");
+    tls_has(out, "version=TLSv1.3\n");
+    tls_has(out, "cn=a.test\n");
+    tls_has(out, "echo=ok\n");
+    tls_has(out, "info=version=TLSv1.3 alpn=- sni=a.test reused=0\n");
 }
 END_TEST
 
@@ -67,11 +57,11 @@ START_TEST(python_alpn_picks_http11)
 {
     char out[4096];
     python("--alpn h2,http/1.1", out, sizeof out);
-    has(out, "alpn=http/1.1\n");
-    has(out, "info=version=TLSv1.3 alpn=http/1.1 ");
+    tls_has(out, "alpn=http/1.1\n");
+    tls_has(out, "info=version=TLSv1.3 alpn=http/1.1 ");
     /* No protocol in common: the handshake goes on without ALPN. */
     python("--alpn h2", out, sizeof out);
-    has(out, "alpn=None\n");
+    tls_has(out, "alpn=None\n");
 }
 END_TEST
 
@@ -79,10 +69,10 @@ START_TEST(python_sni_picks_the_certificate)
 {
     char out[4096];
     python("--sni b.test", out, sizeof out);
-    has(out, "cn=b.test\n");
-    has(out, "sni=b.test ");
+    tls_has(out, "cn=b.test\n");
+    tls_has(out, "sni=b.test ");
     python("--sni a.test", out, sizeof out);
-    has(out, "cn=a.test\n");
+    tls_has(out, "cn=a.test\n");
 }
 END_TEST
 
@@ -90,14 +80,14 @@ START_TEST(python_forced_versions_and_resumption)
 {
     char out[4096];
     python("--tls 1.2 --resume", out, sizeof out);
-    has(out, "version=TLSv1.2\n");
-    has(out, "reused=1\n");
-    has(out, "info2=version=TLSv1.2 alpn=- sni=a.test reused=1\n");
+    tls_has(out, "version=TLSv1.2\n");
+    tls_has(out, "reused=1\n");
+    tls_has(out, "info2=version=TLSv1.2 alpn=- sni=a.test reused=1\n");
     python("--tls 1.3 --resume --sni b.test", out, sizeof out);
-    has(out, "version=TLSv1.3\n");
-    has(out, "cn=b.test\n");
-    has(out, "reused=1\n");
-    has(out, "info2=version=TLSv1.3 alpn=- sni=b.test reused=1\n");
+    tls_has(out, "version=TLSv1.3\n");
+    tls_has(out, "cn=b.test\n");
+    tls_has(out, "reused=1\n");
+    tls_has(out, "info2=version=TLSv1.3 alpn=- sni=b.test reused=1\n");
 }
 END_TEST
 
@@ -116,15 +106,15 @@ START_TEST(openssl_s_client_versions_alpn_servername)
 {
     char out[8192];
     s_client("-tls1_2 -servername a.test", out, sizeof out);
-    has(out, "Protocol version: TLSv1.2");
-    has(out, "version=TLSv1.2 alpn=- sni=a.test reused=0");
+    tls_has(out, "Protocol version: TLSv1.2");
+    tls_has(out, "version=TLSv1.2 alpn=- sni=a.test reused=0");
     s_client("-tls1_3 -servername b.test -alpn http/1.1", out, sizeof out);
-    has(out, "Protocol version: TLSv1.3");
-    has(out, "CN = b.test");
-    has(out, "version=TLSv1.3 alpn=http/1.1 sni=b.test reused=0");
+    tls_has(out, "Protocol version: TLSv1.3");
+    tls_has(out, "CN = b.test");
+    tls_has(out, "version=TLSv1.3 alpn=http/1.1 sni=b.test reused=0");
     /* No SNI: the first certificate. */
     s_client("-noservername", out, sizeof out);
-    has(out, "CN = a.test");
+    tls_has(out, "CN = a.test");
 }
 END_TEST
 
@@ -159,6 +149,8 @@ static int until_closed(int fd)
 static const unsigned char hello_start[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00,
                                             0x01, 0xfc, 0x03, 0x03, 0x5a, 0x5a, 0x5a};
 
+/* With ktls (_i 1) too: OpenSSL's socket BIO then reads the socket, and
+ * a read the hooks parked by themselves would outlast the timeout. */
 START_TEST(a_stalled_handshake_is_dropped_while_others_are_served)
 {
     static const char *const names[] = {"a"};
@@ -166,6 +158,7 @@ START_TEST(a_stalled_handshake_is_dropped_while_others_are_served)
     sp_tls_server_opts_t o;
     tls_server_opts(&o, certs, names, 1);
     o.handshake_timeout_us = 1000000;
+    o.ktls = _i;
     tls_server_start(&S, &o, 1); /* one worker: a blocked one would serve nobody */
     /* One sends nothing, one stops inside its ClientHello. */
     int silent = tls_tcp_client(&S), halfway = tls_tcp_client(&S);
@@ -173,7 +166,7 @@ START_TEST(a_stalled_handshake_is_dropped_while_others_are_served)
                      (ssize_t)sizeof hello_start);
     char out[4096];
     python("", out, sizeof out);
-    has(out, "echo=ok\n");
+    tls_has(out, "echo=ok\n");
     ck_assert_int_eq(until_closed(silent), 0);
     int rc = until_closed(halfway);
     ck_assert_msg(rc == 0 || rc == -ECONNRESET, "%d", rc);
@@ -198,7 +191,7 @@ START_TEST(garbage_instead_of_a_client_hello_is_closed)
     ck_assert_int_eq(tls_server_count(&S, TLS_HANDSHAKE), 1);
     char out[4096];
     python("", out, sizeof out);
-    has(out, "echo=ok\n");
+    tls_has(out, "echo=ok\n");
 }
 END_TEST
 
@@ -256,7 +249,7 @@ START_TEST(a_thousand_clients_leaving_mid_handshake_leak_nothing)
     ck_assert_int_eq(fd_count(), before);
     char out[4096];
     python("", out, sizeof out);
-    has(out, "echo=ok\n");
+    tls_has(out, "echo=ok\n");
 }
 END_TEST
 
@@ -283,7 +276,7 @@ START_TEST(min_version_tls13_refuses_tls12)
     ck_assert(tls_server_wait(&S, 1, 30000));
     ck_assert_int_eq(tls_server_count(&S, TLS_HANDSHAKE), 1);
     python("--tls 1.3", out, sizeof out);
-    has(out, "version=TLSv1.3\n");
+    tls_has(out, "version=TLSv1.3\n");
     tls_server_stop(&S);
 }
 END_TEST
@@ -297,7 +290,10 @@ int main(void)
                  python_forced_versions_and_resumption);
     SP_TEST_CASE(s, "s_client", 120, start_ab, stop, openssl_s_client_versions_alpn_servername,
                  a_client_with_only_old_ciphers_fails_the_handshake);
-    SP_TEST_CASE(s, "stall", 120, NULL, NULL, a_stalled_handshake_is_dropped_while_others_are_served);
+    TCase *stall = tcase_create("stall");
+    tcase_set_timeout(stall, 120);
+    tcase_add_loop_test(stall, a_stalled_handshake_is_dropped_while_others_are_served, 0, 2);
+    suite_add_tcase(s, stall);
     SP_TEST_CASE(s, "min_version", 120, NULL, NULL, min_version_tls13_refuses_tls12);
     SP_TEST_CASE(s, "hostile", 180, start_ab, stop, garbage_instead_of_a_client_hello_is_closed,
                  a_thousand_clients_leaving_mid_handshake_leak_nothing);

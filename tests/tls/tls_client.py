@@ -6,6 +6,8 @@ prints key=value lines for the test to check:
   version= alpn= cn= echo=ok info=<the server's line>
   with --resume, a second connection with the first one's session:
   reused= info2=
+  with --file OFF LEN PATH, after the echo: "?file OFF LEN" instead of
+  "?info", and file=<bytes received> match=<they equal PATH's bytes there>
 Exit status 0 unless something failed (then the error on stderr)."""
 import argparse
 import socket
@@ -28,6 +30,20 @@ def ask_info(s):
         got += chunk
 
 
+def fetch_file(s, off, length, path):
+    s.sendall(b"?file %d %d\n" % (off, length))
+    got = bytearray()
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    with open(path, "rb") as f:
+        f.seek(off)
+        want = f.read(length)
+    return "%d match=%s" % (len(got), got == want)
+
+
 def echo(s):
     s.sendall(b"hello\n")
     got = b""
@@ -47,6 +63,7 @@ def main():
     p.add_argument("--alpn", default="")
     p.add_argument("--tls", choices=["1.2", "1.3"])
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--file", nargs=3, metavar=("OFF", "LEN", "PATH"))
     args = p.parse_args()
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -64,6 +81,9 @@ def main():
     print("alpn=" + str(s.selected_alpn_protocol()))
     print("cn=" + ",".join(cn))
     print("echo=" + echo(s))  # a TLS 1.3 ticket arrives with this read
+    if args.file:
+        print("file=" + fetch_file(s, int(args.file[0]), int(args.file[1]), args.file[2]))
+        return 0
     print("info=" + ask_info(s))
     session = s.session
     s.close()

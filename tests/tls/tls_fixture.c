@@ -87,13 +87,32 @@ static void info(sp_tls_conn_t *c)
     sp_tls_write(c, line, (size_t)n, 10000000);
 }
 
-static void serve(sp_tls_conn_t *c)
+static void send_file(tls_server_t *s, sp_tls_conn_t *c, const char *cmd)
+{
+    long long off, len;
+    ssize_t rc = -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    int fd = s->file_fd;
+    pthread_mutex_unlock(&s->lock);
+    if (sscanf(cmd, "?file %lld %lld", &off, &len) == 2)
+        rc = sp_tls_sendfile(c, fd, (off_t)off, (size_t)len, 10000000);
+    pthread_mutex_lock(&s->lock);
+    s->file_rc = rc;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void serve(tls_server_t *s, sp_tls_conn_t *c)
 {
     char buf[16384];
     ssize_t n;
-    while ((n = sp_tls_read(c, buf, sizeof buf, 30000000)) > 0) {
+    while ((n = sp_tls_read(c, buf, sizeof buf - 1, 30000000)) > 0) {
         if (n >= 5 && memcmp(buf, "?info", 5) == 0) {
             info(c);
+            return;
+        }
+        if (n >= 5 && memcmp(buf, "?file", 5) == 0) {
+            buf[n] = '\0';
+            send_file(s, c, buf);
             return;
         }
         if (sp_tls_write(c, buf, (size_t)n, 10000000) != n)
@@ -105,10 +124,18 @@ static void handle(int fd, const sp_addr_t *peer, void *arg)
 {
     (void)peer;
     tls_server_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    int sndbuf = s->sndbuf;
+    pthread_mutex_unlock(&s->lock);
+    if (sndbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     sp_tls_conn_t *c;
     int rc = sp_tls_accept(s->cfg, fd, 0, &c);
     if (rc == 0) {
-        serve(c);
+        pthread_mutex_lock(&s->lock);
+        s->ktls_sends += sp_tls_ktls_send(c);
+        pthread_mutex_unlock(&s->lock);
+        serve(s, c);
         sp_tls_shutdown(c, 1000000);
         sp_tls_free(c);
     }
@@ -145,6 +172,14 @@ void tls_server_stop(tls_server_t *s)
     sp_tcp_server_destroy(s->srv);
     sp_iomanager_destroy(s->io);
     sp_tls_config_free(s->cfg);
+}
+
+void tls_server_set(tls_server_t *s, int file_fd, int sndbuf)
+{
+    pthread_mutex_lock(&s->lock);
+    s->file_fd = file_fd;
+    s->sndbuf = sndbuf;
+    pthread_mutex_unlock(&s->lock);
 }
 
 bool tls_server_wait(tls_server_t *s, int n, int timeout_ms)
@@ -189,6 +224,20 @@ int tls_run(const char *cmd, char *out, size_t size)
         ;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void tls_python(const tls_server_t *s, const char *args, char *out, size_t size)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "python3 %s --port %d --ca %s %s", SP_TLS_CLIENT_PY, s->port,
+             tls_file("ca1.pem"), args);
+    int rc = tls_run(cmd, out, size);
+    ck_assert_msg(rc == 0, "%s: exit %d:\n%s", cmd, rc, out);
+}
+
+void tls_has(const char *out, const char *what)
+{
+    ck_assert_msg(strstr(out, what), "no \"%s\" in:\n%s", what, out);
 }
 
 int tls_tcp_client(const tls_server_t *s)

@@ -6,7 +6,8 @@
  * wraps a connected TCP socket the caller keeps owning (sp_tls_free does
  * not close it); one fiber at a time uses a connection.
  *
- * The socket is read and written with MSG_DONTWAIT and every wait goes
+ * The socket is read and written with MSG_DONTWAIT (with ktls: made
+ * O_NONBLOCK, for OpenSSL's own reads and writes) and every wait goes
  * through sp_io_wait with the call's deadline, so a TLS call parks only
  * its fiber, with or without the hooks. Outside a fiber (a plain thread)
  * the calls wait in poll(2) instead.
@@ -70,6 +71,13 @@ typedef struct sp_tls_server_opts {
     const char *min_version;
     /* Turn resumption (session tickets and the session cache) off. */
     bool no_resumption;
+    /* Kernel TLS for sending (SSL_OP_ENABLE_KTLS) where the kernel has it:
+     * sp_tls_sendfile then hands files to sendfile(2) and the kernel
+     * encrypts them. Its connections run on OpenSSL's socket BIO: the
+     * socket is set O_NONBLOCK (and left so), and a write to a peer that
+     * went away raises SIGPIPE (ignore it). Making such a config logs once
+     * on "spindle.tls" whether the kernel has TLS. See docs/tls.md. */
+    bool ktls;
 } sp_tls_server_opts_t;
 
 typedef struct sp_tls_client_opts {
@@ -85,6 +93,7 @@ typedef struct sp_tls_client_opts {
     /* FOR TESTS ONLY: accept any certificate and any name. The connection
      * is encrypted but the peer is not authenticated at all. */
     bool insecure;
+    bool ktls; /* as in the server options */
 } sp_tls_client_opts_t;
 
 /* Build a config from PEM files (read now). NULL + errno: ENOENT/EACCES
@@ -119,8 +128,19 @@ int sp_tls_connect(sp_tls_config_t *cfg, int fd, const char *host, int64_t timeo
 ssize_t sp_tls_read(sp_tls_conn_t *c, void *buf, size_t len, int64_t timeout_us);
 /* All len bytes or a negative errno; timeout_us bounds the whole call. */
 ssize_t sp_tls_write(sp_tls_conn_t *c, const void *buf, size_t len, int64_t timeout_us);
+/* Send len bytes of file_fd from offset off: with kernel TLS on for the
+ * connection, sendfile(2) through SSL_sendfile; else read in 64 KiB pieces
+ * and written as sp_tls_write does. len or a negative errno (-EIO: the
+ * file ended first). timeout_us bounds each wait for the peer to take more
+ * (a stall), not the whole transfer; after a failure close the connection. */
+ssize_t sp_tls_sendfile(sp_tls_conn_t *c, int file_fd, off_t off, size_t len,
+                        int64_t timeout_us);
+/* Whether the kernel encrypts what this connection sends (kernel TLS on:
+ * the config asked for it, the kernel has it and took the cipher). */
+bool sp_tls_ktls_send(const sp_tls_conn_t *c);
 /* Send close_notify (waiting at most timeout_us to get it out); the peer's
- * is not awaited. 0 or a negative errno. */
+ * is not awaited. 0 or a negative errno: -ENOTCONN, sending nothing, after
+ * a fatal failure, and with ktls after any failed write. */
 int sp_tls_shutdown(sp_tls_conn_t *c, int64_t timeout_us);
 /* Free the connection; the socket stays open. NULL is fine. */
 void sp_tls_free(sp_tls_conn_t *c);

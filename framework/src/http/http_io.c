@@ -6,10 +6,8 @@
  * flavour of the library, and because sendfile(2) is not hooked at all.
  * MSG_NOSIGNAL: a client that went away gives EPIPE, never SIGPIPE. */
 #include <errno.h>
-#include <stdlib.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "base/iov.h"
 #include "http_internal.h"
@@ -188,39 +186,21 @@ int sp__http_out_flush(sp__http_out_t *o, const struct iovec *extra, int n)
     return rc;
 }
 
-/* A file over TLS: read in pieces, each written with sp_tls_write (the
- * kernel cannot encrypt it here: no kTLS). */
-static int tls_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len, size_t *sent)
-{
-    enum { PIECE = 64 * 1024 };
-    char *piece = malloc(PIECE);
-    int rc = piece ? 0 : -ENOMEM;
-    while (rc == 0 && len) {
-        ssize_t r = pread(file_fd, piece, len < PIECE ? len : PIECE, off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            rc = r < 0 ? -errno : -EIO; /* shrunk meanwhile */
-            break;
-        }
-        rc = tls_send(o, &(struct iovec){piece, (size_t)r}, 1);
-        if (rc == 0) {
-            off += r;
-            len -= (size_t)r;
-            *sent += (size_t)r;
-        }
-    }
-    free(piece);
-    return rc;
-}
-
 int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
                           size_t *sent)
 {
     int rc = sp__http_out_flush(o, NULL, 0);
     *sent = 0;
-    if (rc == 0 && o->tls)
-        return tls_sendfile(o, file_fd, off, len, sent);
+    if (rc == 0 && o->tls) {
+        /* Its timeout bounds each wait, as the send timeout does here
+         * (responses, the only senders of files, have no until_ns). */
+        ssize_t w = sp_tls_sendfile(o->tls, file_fd, off, len, o->timeout_us);
+        if (w < 0)
+            return (int)w;
+        *sent = len;
+        o->written += len;
+        return 0;
+    }
     while (rc == 0 && len) {
         ssize_t w = sendfile(o->fd, file_fd, &off, len);
         if (w > 0) {

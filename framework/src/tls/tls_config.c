@@ -83,6 +83,8 @@ static sp_tls_config_t *config_make(sp_tls_config_t *cfg, const char *ciphers,
         errno = -rc;
         return NULL;
     }
+    if (cfg->ktls)
+        sp__tls_ktls_report();
     return cfg;
 }
 
@@ -127,6 +129,7 @@ sp_tls_config_t *sp_tls_server_config(const sp_tls_server_opts_t *o)
         cfg->certs[i].key_file = copy(o->certs[i].key_file, &rc);
     }
     cfg->no_resumption = o->no_resumption;
+    cfg->ktls = o->ktls;
     if (!(cfg->min_version = version_number(o->min_version))) {
         sp__tls_set_reason("bad min_version (TLSv1.2 or TLSv1.3)");
         rc = -EINVAL;
@@ -147,6 +150,7 @@ sp_tls_config_t *sp_tls_client_config(const sp_tls_client_opts_t *opts)
     int rc = 0;
     cfg->ca_file = copy(o.ca_file, &rc);
     cfg->insecure = o.insecure;
+    cfg->ktls = o.ktls;
     return config_make(cfg, o.ciphers, o.ciphersuites, o.alpn, o.nalpn,
                        o.handshake_timeout_us, rc);
 }

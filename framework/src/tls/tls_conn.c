@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "spindle/iomanager.h"
 #include "spindle/timer.h"
@@ -21,6 +22,7 @@ struct sp_tls_conn {
     sp__tls_sock_t sock;
     char *alpn;         /* NUL-terminated copy of the protocol agreed on */
     bool failed;        /* a fatal error: no close_notify may follow */
+    bool ktls;          /* on OpenSSL's socket BIO (tls_ktls.c), not ours */
 };
 
 /* One OpenSSL call: > 0 when done (*done: bytes moved). */
@@ -42,6 +44,31 @@ static int op_read(SSL *ssl, void *buf, size_t len, size_t *done)
 static int op_write(SSL *ssl, void *buf, size_t len, size_t *done)
 {
     return SSL_write_ex(ssl, buf, len, done);
+}
+
+/* A file's bytes from `off` (SSL_sendfile's arguments). */
+typedef struct file_at {
+    int fd;
+    off_t off;
+} file_at_t;
+
+static int op_sendfile(SSL *ssl, void *arg, size_t len, size_t *done)
+{
+    file_at_t *f = arg;
+    errno = 0;
+    ossl_ssize_t n = SSL_sendfile(ssl, f->fd, f->off, len, 0);
+    if (n >= 0) {
+        *done = (size_t)n; /* 0: the file ended */
+        return 1;
+    }
+    /* sendfile(2) failed: drop OpenSSL's generic error so that the call
+     * ends as SSL_ERROR_SYSCALL with sendfile's errno (drive). */
+    int err = errno;
+    if (err && err != EAGAIN && err != EINTR && err != EBUSY) {
+        ERR_clear_error();
+        errno = err;
+    }
+    return -1;
 }
 
 static int op_shutdown(SSL *ssl, void *buf, size_t len, size_t *done)
@@ -98,6 +125,9 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
         int r = op(c->ssl, buf, len, done);
         if (r > 0)
             return 0;
+        /* OpenSSL's socket BIO leaves a failed call's errno (0 at EOF). */
+        if (c->ktls)
+            c->sock.err = errno;
         int e = SSL_get_error(c->ssl, r), event;
         if (e == SSL_ERROR_WANT_READ) {
             /* SSL_MODE_RELEASE_BUFFERS frees the read buffer only once a
@@ -125,9 +155,10 @@ static sp_tls_conn_t *conn_new(sp_tls_config_t *cfg, int fd)
     if (!c)
         return NULL;
     c->sock.fd = fd;
+    c->ktls = cfg->ktls;
     c->gen = sp__tls_config_gen(cfg);
     c->ssl = SSL_new(c->gen->ctx[0]);
-    BIO *b = c->ssl ? sp__tls_bio_new(&c->sock) : NULL;
+    BIO *b = !c->ssl ? NULL : c->ktls ? sp__tls_ktls_bio(fd) : sp__tls_bio_new(&c->sock);
     if (!b) {
         sp_tls_free(c);
         return NULL;
@@ -236,21 +267,96 @@ ssize_t sp_tls_read(sp_tls_conn_t *c, void *buf, size_t len, int64_t timeout_us)
     return rc < 0 ? rc : rc == 1 ? 0 : (ssize_t)n;
 }
 
+/* All len bytes: 0 or -errno. The deadline bounds the whole, or with
+ * `renew` each OpenSSL call (a stall limit: each moves a record or more,
+ * partial writes being on). */
+static int write_all(sp_tls_conn_t *c, const char *buf, size_t len, int64_t timeout_us,
+                     bool renew)
+{
+    uint64_t deadline = deadline_of(timeout_us);
+    for (size_t off = 0; off < len;) {
+        size_t n = 0;
+        int rc = drive(c, op_write, (char *)buf + off, len - off, &n, deadline);
+        if (rc) {
+            /* Kernel TLS writes from the caller's buffer, not a copy: a
+             * record left half-sent would be finished from memory that
+             * may hold other bytes by then (sp_tls_shutdown would). */
+            c->failed |= c->ktls;
+            return rc < 0 ? rc : -EPIPE;
+        }
+        off += n;
+        if (renew)
+            deadline = deadline_of(timeout_us);
+    }
+    return 0;
+}
+
 ssize_t sp_tls_write(sp_tls_conn_t *c, const void *buf, size_t len, int64_t timeout_us)
 {
     sp__tls_set_reason(NULL);
     if (!c || (!buf && len) || len > SSIZE_MAX)
         return -EINVAL;
-    uint64_t deadline = deadline_of(timeout_us);
-    /* Partial writes are on: each call moves a record or more. */
-    for (size_t off = 0; off < len;) {
+    int rc = write_all(c, buf, len, timeout_us, false);
+    return rc < 0 ? rc : (ssize_t)len;
+}
+
+/* The kernel encrypts: sendfile(2) through SSL_sendfile, in as many calls
+ * as the socket's buffer takes. */
+static int file_by_kernel(sp_tls_conn_t *c, int fd, off_t off, size_t len, int64_t timeout_us)
+{
+    file_at_t f = {fd, off};
+    while (len) {
         size_t n = 0;
-        int rc = drive(c, op_write, (char *)buf + off, len - off, &n, deadline);
+        int rc = drive(c, op_sendfile, &f, len, &n, deadline_of(timeout_us));
         if (rc)
             return rc < 0 ? rc : -EPIPE;
-        off += n;
+        if (n == 0) {
+            sp__tls_set_reason("the file ended early");
+            return -EIO;
+        }
+        f.off += (off_t)n;
+        len -= n;
     }
-    return (ssize_t)len;
+    return 0;
+}
+
+/* OpenSSL encrypts: the file read in pieces, each written. */
+static int file_in_pieces(sp_tls_conn_t *c, int fd, off_t off, size_t len, int64_t timeout_us)
+{
+    enum { PIECE = 64 * 1024 };
+    char *piece = malloc(PIECE);
+    int rc = piece ? 0 : -ENOMEM;
+    while (rc == 0 && len) {
+        ssize_t r = pread(fd, piece, len < PIECE ? len : PIECE, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            sp__tls_set_reason(r < 0 ? "cannot read the file" : "the file ended early");
+            rc = r < 0 ? -errno : -EIO;
+            break;
+        }
+        rc = write_all(c, piece, (size_t)r, timeout_us, true);
+        off += r;
+        len -= (size_t)r;
+    }
+    free(piece);
+    return rc;
+}
+
+ssize_t sp_tls_sendfile(sp_tls_conn_t *c, int file_fd, off_t off, size_t len,
+                        int64_t timeout_us)
+{
+    sp__tls_set_reason(NULL);
+    if (!c || file_fd < 0 || off < 0 || len > SSIZE_MAX)
+        return -EINVAL;
+    int rc = sp_tls_ktls_send(c) ? file_by_kernel(c, file_fd, off, len, timeout_us)
+                                 : file_in_pieces(c, file_fd, off, len, timeout_us);
+    return rc < 0 ? rc : (ssize_t)len;
+}
+
+bool sp_tls_ktls_send(const sp_tls_conn_t *c)
+{
+    return c && c->ktls && BIO_get_ktls_send(SSL_get_wbio(c->ssl));
 }
 
 int sp_tls_shutdown(sp_tls_conn_t *c, int64_t timeout_us)

@@ -92,6 +92,8 @@ static int ctx_common(const sp_tls_config_t *cfg, SSL_CTX *ctx)
     /* A TCP end without close_notify reads as end of stream (see
      * sp_tls_read): HTTP and the like frame their messages themselves. */
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    if (cfg->ktls)
+        SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
     if (!SSL_CTX_set_cipher_list(ctx, cfg->ciphers ? cfg->ciphers : default_ciphers))
         return refused("bad cipher list");
     if (cfg->ciphersuites && !SSL_CTX_set_ciphersuites(ctx, cfg->ciphersuites))

@@ -32,7 +32,7 @@ struct sp_tls_config {
     char *ciphers, *ciphersuites, *ca_file;
     unsigned char *alpn;
     unsigned alpn_len;
-    bool no_resumption, insecure;
+    bool no_resumption, insecure, ktls;
 };
 
 /* Build a generation from cfg's options: 0 or -errno (reason set). */
@@ -52,6 +52,11 @@ typedef struct sp__tls_sock {
 /* A BIO reading and writing s->fd with MSG_DONTWAIT; s must outlive it.
  * NULL when out of memory. */
 BIO *sp__tls_bio_new(sp__tls_sock_t *s);
+/* Kernel TLS (tls_ktls.c): OpenSSL's socket BIO on fd (not closed with
+ * it), fd set O_NONBLOCK first; NULL on failure. */
+BIO *sp__tls_ktls_bio(int fd);
+/* Log once per process whether the kernel can take kernel TLS. */
+void sp__tls_ktls_report(void);
 /* Wait for fd to be readable or writable (SP_IO_READ / SP_IO_WRITE) until
  * deadline_ns (0: none). */
 int sp__tls_wait(int fd, int event, uint64_t deadline_ns);
