@@ -92,7 +92,8 @@ static void parse_args(int argc, char **argv, args_t *a)
         if (!ok)
             usage(argv[0]);
     }
-    if (!a->nlisten || !a->tls_cert != !a->tls_key || ((a->tls_suites || a->tls_ktls) && !a->tls_cert))
+    if (!a->nlisten || !a->tls_cert != !a->tls_key ||
+        ((a->tls_suites || a->tls_ktls) && !a->tls_cert))
         usage(argv[0]);
 }
 

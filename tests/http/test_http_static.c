@@ -269,6 +269,34 @@ START_TEST(static_redirect_location_encoded)
 }
 END_TEST
 
+/* A client that asks for a big file and stops reading is dropped at the
+ * send timeout: the file's sendfile waits with it, as every other send. */
+START_TEST(static_send_timeout_drops_a_stalled_reader)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+    ck_assert_int_eq(connect(fd, (const struct sockaddr *)&S.addr.ss, S.addr.len), 0);
+    const char *rq = "GET /static/big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+    ck_assert_int_eq(send(fd, rq, strlen(rq), 0), (ssize_t)strlen(rq));
+    /* No event says "the server gave up": its count of open connections
+     * is looked at every 10 ms, for at most 10 s (the timeout is 200 ms). */
+    sp_http_server_stats_t st = {.active = 1};
+    for (int i = 0; i < 1000 && st.active; i++) {
+        struct timespec tick = {0, 10000000};
+        nanosleep(&tick, NULL);
+        sp_http_server_stats(S.http, &st);
+    }
+    ck_assert_uint_eq(st.active, 0);
+    close(fd);
+}
+END_TEST
+
+static void setup_send_timeout(void)
+{
+    server_start(&(sp_http_server_opts_t){.send_timeout_us = 200000});
+}
+
 int main(void)
 {
     Suite *s = http_suite("http_static");
@@ -276,5 +304,7 @@ int main(void)
              static_big_file_sendfile, static_no_escape_from_root,
              static_ranges_and_conditional, static_if_range_and_huge_ranges,
              static_out_of_fds_is_503, static_redirect_location_encoded);
+    ADD_CASE(s, "send_timeout", setup_send_timeout, server_stop,
+             static_send_timeout_drops_a_stalled_reader);
     return sp_test_run(s);
 }

@@ -3,11 +3,15 @@
  *
  * The calls use MSG_DONTWAIT and wait with sp_io_wait themselves rather
  * than relying on the hooks, so the server behaves the same in every
- * flavour of the library, and because sendfile(2) is not hooked at all.
+ * flavour of the library, and every wait has the send timeout. sendfile(2)
+ * has no such flag and is hooked (a hooked one would wait by itself, with
+ * the socket's own SO_SNDTIMEO: none): it goes to the kernel as a raw
+ * system call on the socket, which is non-blocking underneath.
  * MSG_NOSIGNAL: a client that went away gives EPIPE, never SIGPIPE. */
 #include <errno.h>
-#include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/iov.h"
 #include "http_internal.h"
@@ -202,7 +206,7 @@ int sp__http_out_sendfile(sp__http_out_t *o, int file_fd, off_t off, size_t len,
         return 0;
     }
     while (rc == 0 && len) {
-        ssize_t w = sendfile(o->fd, file_fd, &off, len);
+        ssize_t w = syscall(SYS_sendfile, o->fd, file_fd, &off, len);
         if (w > 0) {
             len -= (size_t)w;
             *sent += (size_t)w;
