@@ -1,8 +1,8 @@
 /* The generic waiter (scheduler_internal.h, sp__waiter_t): a fiber's wait
  * for one of several wakers, robust against stray wakes. It parks and
  * wakes through the scheduler's own calls (sp__park, sp__wake), and on a
- * poll's own thread claims the fiber for the worker to run at once
- * (sp__waiter_deliver_here).
+ * polling worker's thread hands the fiber straight to that worker's list
+ * of fibers to run after the poll (sp__waiter_deliver_on).
  *
  * Ending a wait early (sp_wake for a park, sp_fiber_interrupt for any):
  * while it waits, a fiber publishes its waiter in f->cur_wait (bit 0: an
@@ -66,19 +66,28 @@ static void mark_delivered(sp__waiter_t *w)
         atomic_fetch_add(&w->delivered, 1);
 }
 
-/* True on the thread of the worker f runs on: f cannot run meanwhile. */
-static bool on_home_worker(const struct sp_fiber *f)
+/* The worker f runs on (bound or homed), or NULL before it first ran. */
+static sp__worker_t *home_of(const struct sp_fiber *f)
 {
     int target = f->bound >= 0 ? f->bound : f->last_worker;
-    return target >= 0 && &f->sched->workers[target] == sp__thread()->worker;
+    return target >= 0 ? &f->sched->workers[target] : NULL;
+}
+
+/* Deliver to a waiter whose fiber f runs on self, the calling thread's
+ * worker: no pins, f cannot run before we are done. */
+static void deliver_home(sp__waiter_t *w, struct sp_fiber *f, sp__worker_t *self)
+{
+    mark_delivered(w);
+    if (sp__sched_wake_claim(f))
+        sp__sched_requeue(self, f);
 }
 
 void sp__waiter_deliver(sp__waiter_t *w, bool wake)
 {
     struct sp_fiber *f = w->fiber;
-    if (wake && on_home_worker(f)) { /* no pins: f cannot run before we are done */
-        mark_delivered(w);
-        sp__wake(f);
+    sp__worker_t *self = wake ? sp__thread()->worker : NULL;
+    if (self && home_of(f) == self) {
+        deliver_home(w, f, self);
         return;
     }
     if (wake) /* the fiber may return and finish once we mark delivery */
@@ -90,18 +99,13 @@ void sp__waiter_deliver(sp__waiter_t *w, bool wake)
     }
 }
 
-struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w)
+void sp__waiter_deliver_on(sp__waiter_t *w, sp__worker_t *self)
 {
     struct sp_fiber *f = w->fiber;
-    /* No pins: f runs only on its worker, this thread, busy here; if it
-     * belongs elsewhere, f is not touched after it is queued. */
-    mark_delivered(w);
-    if (!sp__sched_wake_claim(f))
-        return NULL;
-    if (on_home_worker(f))
-        return f;
-    sp__sched_requeue(f->sched, f);
-    return NULL;
+    if (home_of(f) == self)
+        deliver_home(w, f, self);
+    else /* it may run elsewhere meanwhile: the pinned way */
+        sp__waiter_deliver(w, true);
 }
 
 bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
