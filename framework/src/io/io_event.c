@@ -356,10 +356,7 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
     /* No timer: this fd's watch is the only waker (taken off it under the
      * fd's lock), so the waiter's counts need no locked instructions on a
      * line that is cold at the wake-up. */
-    if (timeout_us < 0)
-        sp__waiter_init_sole(&waiter.base);
-    else
-        sp__waiter_init(&waiter.base);
+    sp__waiter_init_for(&waiter.base, t->current, timeout_us < 0);
     atomic_init(&waiter.unarmed, 0);
     waiter.base.cancel = cancel_wait;
     waiter.base.kind = event == SP_IO_WRITE ? SP__WAIT_FD_WRITE : SP__WAIT_FD_READ;

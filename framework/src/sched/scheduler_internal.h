@@ -77,6 +77,7 @@ typedef struct sp__worker {
     sp_scheduler_t *s;
     int index;
     pthread_t thread;
+    sp__thread_t *fibers; /* its thread's fiber state, set as its loop starts */
     struct sp_fiber *loop_fiber; /* use_caller worker: runs the loop */
     struct sp_fiber *spare[64];  /* finished function-task fibers */
     /* Owner only: tasks this worker took but could not queue or start for
@@ -243,6 +244,16 @@ int sp__sched_submit_reserved(sp_scheduler_t *s, int rw, sp_fiber_fn fn,
 /* Queue woken fiber f on its worker (see requeue); self: the calling
  * thread's worker, or NULL. */
 void sp__sched_requeue(sp__worker_t *self, struct sp_fiber *f);
+/* The same for a fiber of self: while self polls and its woken list has
+ * room, the store onto the list is all (inline: one per message). */
+static inline void sp__sched_requeue_home(sp__worker_t *self,
+                                          struct sp_fiber *f)
+{
+    if (self->collecting && self->nwoken < self->capwoken)
+        self->woken[self->nwoken++] = f;
+    else
+        sp__sched_requeue(self, f);
+}
 /* A worker's thread (pthread_create), and worker 0's loop under
  * use_caller (a fiber that stop() resumes). */
 void *sp__sched_thread_main(void *w);
@@ -336,6 +347,20 @@ void sp__waiter_init(sp__waiter_t *w);
 /* For a wait that something else lets only one waker reach (the sync
  * primitives' claim): promise and delivery are then plain stores. */
 void sp__waiter_init_sole(sp__waiter_t *w);
+/* Either of the two for the calling fiber f, known to the caller: inline,
+ * for the fd waits, one per message. */
+static inline void sp__waiter_init_for(sp__waiter_t *w, sp_fiber_t *f,
+                                       bool sole)
+{
+    w->fiber = f;
+    w->result = 0;
+    atomic_init(&w->promised, 0);
+    atomic_init(&w->delivered, 0);
+    w->sole = sole;
+    w->park = false;
+    w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
+    w->cancel = NULL;
+}
 /* true if this was the first promise: its result is the wait's. */
 bool sp__waiter_promise(sp__waiter_t *w, int result);
 void sp__waiter_deliver(sp__waiter_t *w, bool wake);

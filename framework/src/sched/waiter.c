@@ -22,20 +22,12 @@
 
 void sp__waiter_init(sp__waiter_t *w)
 {
-    w->fiber = sp_fiber_current();
-    w->result = 0;
-    atomic_init(&w->promised, 0);
-    atomic_init(&w->delivered, 0);
-    w->sole = false;
-    w->park = false;
-    w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
-    w->cancel = NULL;
+    sp__waiter_init_for(w, sp_fiber_current(), false);
 }
 
 void sp__waiter_init_sole(sp__waiter_t *w)
 {
-    sp__waiter_init(w);
-    w->sole = true;
+    sp__waiter_init_for(w, sp_fiber_current(), true);
 }
 
 bool sp__waiter_promise(sp__waiter_t *w, int result)
@@ -79,7 +71,7 @@ static void deliver_home(sp__waiter_t *w, struct sp_fiber *f, sp__worker_t *self
 {
     mark_delivered(w);
     if (sp__sched_wake_claim(f))
-        sp__sched_requeue(self, f);
+        sp__sched_requeue_home(self, f);
 }
 
 void sp__waiter_deliver(sp__waiter_t *w, bool wake)

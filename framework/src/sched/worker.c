@@ -202,11 +202,13 @@ static void run_woken(sp__worker_t *w)
 
 void sp__sched_reverse_collected(sp__worker_t *w, unsigned from)
 {
-    struct sp_fiber **v = w->woken;
-    for (unsigned i = from, j = w->nwoken; i + 1 < j; i++, j--) {
-        struct sp_fiber *f = v[i];
-        v[i] = v[j - 1];
-        v[j - 1] = f;
+    if (w->nwoken - from < 2)
+        return; /* nothing to turn round (and maybe no list yet) */
+    struct sp_fiber **lo = w->woken + from, **hi = w->woken + w->nwoken;
+    while (hi > lo + 1) {
+        struct sp_fiber *f = *lo;
+        *lo++ = *--hi;
+        *hi = f;
     }
 }
 
@@ -241,7 +243,7 @@ static struct sp_fiber *task_fiber(sp__worker_t *w, const sp__task_t *task)
     struct sp_fiber *f;
     if (w->nspare) {
         f = w->spare[--w->nspare];
-        f->id = sp__fiber_next_id(sp__thread());
+        f->id = sp__fiber_next_id(w->fibers);
         sp__fiber_reset(f, task->fn, task->arg);
     } else {
         f = sp_fiber_create(task->fn, task->arg, 0, "task");
@@ -276,10 +278,9 @@ static void retire(sp__worker_t *w, struct sp_fiber *f)
     sp__sched_release(w->s);
 }
 
-/* Owner thread, while its worker polls for events: keep a woken fiber of
- * this worker to run right after the poll (see run_woken), as a callback
- * server runs its handlers, instead of a trip through the locked queue.
- * False if out of memory: the caller queues it as usual. */
+/* Owner thread, while its worker polls: keep a woken fiber of this worker
+ * to run right after the poll (run_woken), as a callback server runs its
+ * handlers. False if out of memory: the caller queues it as usual. */
 static bool collect(sp__worker_t *w, struct sp_fiber *f)
 {
     if (w->nwoken == w->capwoken) {
@@ -300,8 +301,7 @@ static bool collect(sp__worker_t *w, struct sp_fiber *f)
  * for ordinary C code: compilers keep thread-local addresses (errno's
  * included, __errno_location being a const function) in registers across
  * calls such as sp_yield(), and the fiber would then read the old thread's
- * variables (libgo issue 256). `self` is the calling thread's worker, or
- * NULL. */
+ * variables (libgo issue 256). `self`: the caller's worker, or NULL. */
 static void requeue(sp__worker_t *self, struct sp_fiber *f)
 {
     sp_scheduler_t *s = f->sched;
@@ -325,7 +325,7 @@ static void requeue(sp__worker_t *self, struct sp_fiber *f)
  * it may now be handed to other threads. */
 static void after_run(sp__worker_t *w, struct sp_fiber *f)
 {
-    if (sp_fiber_state(f) == SP_FIBER_DONE) {
+    if (atomic_load_explicit(&f->state, memory_order_acquire) == SP_FIBER_DONE) {
         retire(w, f);
         return;
     }
@@ -385,9 +385,9 @@ static void run_task(sp__worker_t *w, const sp__task_t *task)
     sp__sched_bump(&w->switches, 1);
     if (w->s->monitored)
         publish_start(w, f);
-    sp__fiber_resume_cold(f);
+    sp__fiber_resume_cold(w->fibers, f);
     /* Whoever switched back: f, or a fiber f handed the thread to. */
-    f = sp__thread()->prev;
+    f = w->fibers->prev;
     if (w->s->monitored) /* even: between tasks */
         atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
                               memory_order_relaxed) + 1, memory_order_relaxed);
@@ -460,6 +460,7 @@ static void worker_loop(sp__worker_t *w)
 {
     sp__thread_t *t = sp__thread();
     t->worker = w;
+    w->fibers = t;
     for (;;) {
         sp__task_t task;
         if (next_task(w, &task)) {
@@ -509,10 +510,9 @@ void sp__sched_caller_loop(void *arg)
     worker_loop(arg);
 }
 
-/* The task fiber running on this thread, or NULL. */
-static struct sp_fiber *current_task(void)
+/* The task fiber running on this thread, t, or NULL. */
+static struct sp_fiber *current_task(const sp__thread_t *t)
 {
-    sp__thread_t *t = sp__thread();
     struct sp_fiber *f = t->current;
     return f != &t->root && f->sched && t->worker ? f : NULL;
 }
@@ -548,15 +548,16 @@ static struct sp_fiber *handoff_target(sp__worker_t *w)
     return t.fiber;
 }
 
-/* The current task fiber f gives up the thread: to the next local fiber,
- * or back to the worker loop. */
-static int switch_out(struct sp_fiber *f)
+/* The current task fiber f of this thread, t, gives up the thread: to
+ * the next local fiber, or back to the worker loop. */
+static int switch_out(sp__thread_t *t, struct sp_fiber *f)
 {
-    sp__thread_t *t = sp__thread();
     sp__worker_t *w = t->worker;
     struct sp_fiber *next = handoff_target(w);
-    if (!next)
-        return sp_fiber_yield();
+    if (!next) {
+        sp__fiber_suspend(t);
+        return 0;
+    }
     sp__sched_bump(&w->switches, 1);
     next->caller = f->caller;
     atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
@@ -568,15 +569,17 @@ static int switch_out(struct sp_fiber *f)
 
 int sp_yield(void)
 {
-    struct sp_fiber *f = current_task();
+    sp__thread_t *t = sp__thread();
+    struct sp_fiber *f = current_task(t);
     if (!f)
         return -EPERM;
-    return switch_out(f);
+    return switch_out(t, f);
 }
 
 int sp__park(void)
 {
-    struct sp_fiber *f = current_task();
+    sp__thread_t *t = sp__thread();
+    struct sp_fiber *f = current_task(t);
     if (!f)
         return -EPERM;
     int expect = SP_PARK_RUNNING;
@@ -584,7 +587,7 @@ int sp__park(void)
         atomic_store(&f->park, SP_PARK_RUNNING); /* consume the early wake */
         return 0;
     }
-    return switch_out(f);
+    return switch_out(t, f);
 }
 
 int sp__wake(struct sp_fiber *f)
