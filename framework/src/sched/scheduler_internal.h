@@ -361,8 +361,20 @@ static inline void sp__waiter_init_for(sp__waiter_t *w, sp_fiber_t *f,
     w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
     w->cancel = NULL;
 }
-/* true if this was the first promise: its result is the wait's. */
-bool sp__waiter_promise(sp__waiter_t *w, int result);
+/* true if this was the first promise: its result is the wait's. Inline:
+ * every fd wake-up promises. */
+static inline bool sp__waiter_promise(sp__waiter_t *w, int result)
+{
+    if (w->sole) { /* the only writer: no locked add */
+        w->result = result;
+        atomic_store_explicit(&w->promised, 1, memory_order_relaxed);
+        return true;
+    }
+    if (atomic_fetch_add(&w->promised, 1) != 0)
+        return false;
+    w->result = result;
+    return true;
+}
 void sp__waiter_deliver(sp__waiter_t *w, bool wake);
 /* sp__waiter_deliver(w, true) on the thread of worker `self`, which the
  * caller knows: while self polls, a parked fiber of self joins the fibers
@@ -373,7 +385,12 @@ void sp__waiter_deliver_on(sp__waiter_t *w, sp__worker_t *self);
  * it at once. */
 void sp__waiter_wait(sp__waiter_t *w);
 /* Wait until every promiser delivered; returns the wait's result. */
-int sp__waiter_settle(sp__waiter_t *w);
+static inline int sp__waiter_settle(sp__waiter_t *w)
+{
+    while (atomic_load(&w->delivered) != atomic_load(&w->promised))
+        sp_yield();
+    return w->result;
+}
 enum { SP_CANCEL_LATE, SP_CANCEL_PROMISED, SP_CANCEL_DECIDED };
 /* A cancel function for waiters any number of wakers may reach: one more
  * promise. */

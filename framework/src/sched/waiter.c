@@ -30,19 +30,6 @@ void sp__waiter_init_sole(sp__waiter_t *w)
     sp__waiter_init_for(w, sp_fiber_current(), true);
 }
 
-bool sp__waiter_promise(sp__waiter_t *w, int result)
-{
-    if (w->sole) { /* the only writer: no locked add */
-        w->result = result;
-        atomic_store_explicit(&w->promised, 1, memory_order_relaxed);
-        return true;
-    }
-    if (atomic_fetch_add(&w->promised, 1) != 0)
-        return false;
-    w->result = result;
-    return true;
-}
-
 int sp__waiter_cancel_promise(sp__waiter_t *w, int result)
 {
     return sp__waiter_promise(w, result) ? SP_CANCEL_DECIDED : SP_CANCEL_PROMISED;
@@ -65,39 +52,38 @@ static sp__worker_t *home_of(const struct sp_fiber *f)
     return target >= 0 ? &f->sched->workers[target] : NULL;
 }
 
-/* Deliver to a waiter whose fiber f runs on self, the calling thread's
- * worker: no pins, f cannot run before we are done. */
-static void deliver_home(sp__waiter_t *w, struct sp_fiber *f, sp__worker_t *self)
+/* A wake of f from a thread other than its worker's: f may run, return
+ * and finish as soon as we mark delivery, so it is pinned until done. */
+static void deliver_pinned(sp__waiter_t *w, struct sp_fiber *f)
 {
-    mark_delivered(w);
-    if (sp__sched_wake_claim(f))
-        sp__sched_requeue_home(self, f);
+    atomic_fetch_add(&f->pins, 1);
+    mark_delivered(w); /* last touch of w */
+    sp__wake(f);
+    atomic_fetch_sub(&f->pins, 1);
 }
 
 void sp__waiter_deliver(sp__waiter_t *w, bool wake)
 {
-    struct sp_fiber *f = w->fiber;
     sp__worker_t *self = wake ? sp__thread()->worker : NULL;
-    if (self && home_of(f) == self) {
-        deliver_home(w, f, self);
-        return;
-    }
-    if (wake) /* the fiber may return and finish once we mark delivery */
-        atomic_fetch_add(&f->pins, 1);
-    mark_delivered(w); /* last touch of w */
-    if (wake) {
-        sp__wake(f);
-        atomic_fetch_sub(&f->pins, 1);
-    }
+    if (self)
+        sp__waiter_deliver_on(w, self);
+    else if (wake)
+        deliver_pinned(w, w->fiber);
+    else
+        mark_delivered(w);
 }
 
 void sp__waiter_deliver_on(sp__waiter_t *w, sp__worker_t *self)
 {
     struct sp_fiber *f = w->fiber;
-    if (home_of(f) == self)
-        deliver_home(w, f, self);
-    else /* it may run elsewhere meanwhile: the pinned way */
-        sp__waiter_deliver(w, true);
+    if (home_of(f) != self) {
+        deliver_pinned(w, f);
+        return;
+    }
+    /* No pins: f runs only on self, this thread, busy here. */
+    mark_delivered(w);
+    if (sp__sched_wake_claim(f))
+        sp__sched_requeue_home(self, f);
 }
 
 bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
@@ -205,11 +191,4 @@ void sp__waiter_wait(sp__waiter_t *w)
     if (w->cancel && !atomic_exchange(&f->cur_wait, 0))
         while (atomic_load(&f->wait_busy))
             sp_yield();
-}
-
-int sp__waiter_settle(sp__waiter_t *w)
-{
-    while (atomic_load(&w->delivered) != atomic_load(&w->promised))
-        sp_yield();
-    return w->result;
 }
