@@ -236,12 +236,13 @@ int sp__fiber_resume_cold(sp__thread_t *t, sp_fiber_t *f)
     return resume(t, f, SP_SWITCH_COLD);
 }
 
-void sp__fiber_suspend(sp__thread_t *t)
+int sp__fiber_suspend(sp__thread_t *t)
 {
     struct sp_fiber *self = t->current;
     atomic_store_explicit(&self->state, SP_FIBER_SUSPENDED,
                           memory_order_release);
     sp__fiber_switch(t, self, self->caller, 0);
+    return 0;
 }
 
 int sp_fiber_yield(void)
@@ -249,8 +250,7 @@ int sp_fiber_yield(void)
     sp__thread_t *t = sp__thread();
     if (t->current == &t->root)
         return -EPERM;
-    sp__fiber_suspend(t);
-    return 0;
+    return sp__fiber_suspend(t);
 }
 
 sp_fiber_t *sp_fiber_current(void)

@@ -133,8 +133,10 @@ void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
  * it returns through. */
 int sp__fiber_resume_cold(sp__thread_t *t, sp_fiber_t *f);
 /* sp_fiber_yield() for the running fiber of this thread, t (not its root
- * stack): the scheduler's park and yield know t already. */
-void sp__fiber_suspend(sp__thread_t *t);
+ * stack): the scheduler's park and yield know t already. Returns 0, so
+ * that callers can return it: a tail call, whose frame is gone before the
+ * fiber parks rather than one more cold line to return through. */
+int sp__fiber_suspend(sp__thread_t *t);
 /* Reuse a finished (or never run) fiber for a new function. */
 void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
 

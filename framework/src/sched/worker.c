@@ -554,10 +554,8 @@ static int switch_out(sp__thread_t *t, struct sp_fiber *f)
 {
     sp__worker_t *w = t->worker;
     struct sp_fiber *next = handoff_target(w);
-    if (!next) {
-        sp__fiber_suspend(t);
-        return 0;
-    }
+    if (!next)
+        return sp__fiber_suspend(t);
     sp__sched_bump(&w->switches, 1);
     next->caller = f->caller;
     atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
