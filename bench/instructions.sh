@@ -48,11 +48,14 @@ sim_opt=()
 
 # totals FILE: "Ir D1-misses LL-misses" of a callgrind file (the misses 0
 # without the cache simulation), from the events callgrind_annotate shows.
+# Newer callgrind_annotate follows each total with its share, "(100.0%)":
+# those are skipped, so the n-th number is the n-th event's.
 totals() {
   callgrind_annotate "$1" 2>/dev/null | awk '
     /^Events shown:/ { for (i = 3; i <= NF; i++) ev[$i] = i - 2 }
     /PROGRAM TOTALS/ {
-      for (i = 1; i <= NF; i++) { v = $i; gsub(",", "", v); f[i] = v }
+      n = 0
+      for (i = 1; i <= NF; i++) { v = $i; gsub(",", "", v); if (v ~ /^[0-9]+$/) f[++n] = v }
       d1 = f[ev["D1mr"]] + f[ev["D1mw"]]; ll = f[ev["ILmr"]] + f[ev["DLmr"]] + f[ev["DLmw"]]
       print f[ev["Ir"]], d1 + 0, ll + 0 }'
 }

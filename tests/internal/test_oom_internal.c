@@ -314,7 +314,7 @@ START_TEST(reservations_race_with_pushes)
 }
 END_TEST
 
-/* ---- the IOManager: the due list, callback events --------------------- */
+/* ---- the IOManager: fd waits, callback events ------------------------ */
 
 /* The IOManager tests' fixture: one worker (w0) and a pipe. */
 static sp_iomanager_t *io;
@@ -343,7 +343,7 @@ static void stop_io(void)
 static void wait_without_memory(void *arg)
 {
     (void)arg;
-    sp__alloc_fail_after(0); /* the due list's room for this wait */
+    sp__alloc_fail_after(0); /* the timer slot for this wait's timeout */
     int rc = sp_io_wait(pipe_fds[0], SP_IO_READ, 1000);
     sp__alloc_fail_after(-1);
     ck_assert_int_eq(rc, -ENOMEM);
@@ -356,6 +356,41 @@ START_TEST(io_wait_out_of_memory_is_enomem)
     sp_scheduler_t *s = sp_iomanager_scheduler(io);
     ck_assert_int_eq(sp_schedule(s, wait_without_memory, NULL, 0), 0);
     sem_wait_5s(&done);
+    stop_io();
+}
+END_TEST
+
+static void wait_for_byte(void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(sp_io_wait(pipe_fds[0], SP_IO_READ, -1), 0);
+    char c;
+    ck_assert_int_eq(read(pipe_fds[0], &c, 1), 1);
+    sem_post(&done);
+}
+
+/* A fiber that the poll finds ready is woken without memory: with no room
+ * for the worker's list of fibers to run after the poll (this IOManager's
+ * first poll wake-up: the list has none yet) nor in its queues, it takes
+ * the slot it reserved in its worker's bound queue when it first ran. */
+START_TEST(io_wake_in_the_poll_needs_no_memory)
+{
+    sp_scheduler_t *s = sp_iomanager_scheduler(io);
+    ck_assert_int_eq(sp_schedule(s, wait_for_byte, NULL, 0), 0);
+    sp_io_stats_t st = {0};
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 5000 && st.fd_waits != 1; i++) {
+        ck_assert_int_eq(sp_iomanager_stats(io, 0, &st), 0);
+        if (st.fd_waits != 1)
+            nanosleep(&ms, NULL);
+    }
+    ck_assert_int_eq(st.fd_waits, 1); /* parked, or about to: then it polls */
+    size_t extra = fill_room(w0, true);
+    sp__alloc_fail_after(0);
+    ck_assert_int_eq(write(pipe_fds[1], "x", 1), 1);
+    sem_wait_5s(&done);
+    sp__alloc_fail_after(-1);
+    unfill(w0, true, extra);
     stop_io();
 }
 END_TEST
@@ -487,7 +522,7 @@ int main(void)
                  stolen_tasks_are_held_without_memory, pushes_take_back_spare_slots,
                  reservations_race_with_pushes);
     SP_TEST_CASE(s, "iomanager", 60, setup_io, teardown, io_wait_out_of_memory_is_enomem,
-                 io_callback_reserves_when_armed);
+                 io_wake_in_the_poll_needs_no_memory, io_callback_reserves_when_armed);
     SP_TEST_CASE(s, "timers", 60, setup_io, teardown, timer_add_out_of_memory_is_enomem,
                  timer_expiry_needs_no_memory);
     return sp_test_run(s);

@@ -1,7 +1,8 @@
 /* Internal: the allocator calls of the paths that reserve memory ahead of
- * a hot path (run queues, the due list, timer and callback records), with
- * a fault-injection switch for tests: sp__alloc_fail_after(n) lets n more
- * allocations through and fails every later one with ENOMEM, until
+ * a hot path (run queues, timer and callback records) or must cope without
+ * it (a worker's list of fibers its poll woke), with a fault-injection
+ * switch for tests: sp__alloc_fail_after(n) lets n more allocations
+ * through and fails every later one with ENOMEM, until
  * sp__alloc_fail_after(-1) turns it off. Off, each call costs a relaxed
  * load and a compare over the libc call. */
 #ifndef SP_ALLOC_H

@@ -213,14 +213,13 @@ void sp_fiber_destroy(sp_fiber_t *f)
     sp__stack_put(&st);
 }
 
-static int resume(sp_fiber_t *f, unsigned how)
+static int resume(sp__thread_t *t, sp_fiber_t *f, unsigned how)
 {
     if (!f)
         return -EINVAL;
     int s = atomic_load_explicit(&f->state, memory_order_acquire);
     if (s == SP_FIBER_RUNNING || s == SP_FIBER_DONE)
         return -EINVAL;
-    sp__thread_t *t = sp__thread();
     f->caller = t->current;
     atomic_store_explicit(&f->state, SP_FIBER_RUNNING, memory_order_relaxed);
     sp__fiber_switch(t, t->current, f, how);
@@ -229,24 +228,29 @@ static int resume(sp_fiber_t *f, unsigned how)
 
 int sp_fiber_resume(sp_fiber_t *f)
 {
-    return resume(f, 0);
+    return resume(sp__thread(), f, 0);
 }
 
-int sp__fiber_resume_cold(sp_fiber_t *f)
+int sp__fiber_resume_cold(sp__thread_t *t, sp_fiber_t *f)
 {
-    return resume(f, SP_SWITCH_COLD);
+    return resume(t, f, SP_SWITCH_COLD);
+}
+
+int sp__fiber_suspend(sp__thread_t *t)
+{
+    struct sp_fiber *self = t->current;
+    atomic_store_explicit(&self->state, SP_FIBER_SUSPENDED,
+                          memory_order_release);
+    sp__fiber_switch(t, self, self->caller, 0);
+    return 0;
 }
 
 int sp_fiber_yield(void)
 {
     sp__thread_t *t = sp__thread();
-    struct sp_fiber *self = t->current;
-    if (self == &t->root)
+    if (t->current == &t->root)
         return -EPERM;
-    atomic_store_explicit(&self->state, SP_FIBER_SUSPENDED,
-                          memory_order_release);
-    sp__fiber_switch(t, self, self->caller, 0);
-    return 0;
+    return sp__fiber_suspend(t);
 }
 
 sp_fiber_t *sp_fiber_current(void)

@@ -128,9 +128,15 @@ enum { SP_SWITCH_DONE = 1, SP_SWITCH_COLD = 2 };
  * t->current. */
 void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
                       struct sp_fiber *to, unsigned how);
-/* sp_fiber_resume() for a fiber that has been parked (the scheduler's run
- * of a woken fiber): the switch prefetches the stack it returns through. */
-int sp__fiber_resume_cold(sp_fiber_t *f);
+/* sp_fiber_resume() on this thread, t, for a fiber that has been parked
+ * (the scheduler's run of a woken fiber): the switch prefetches the stack
+ * it returns through. */
+int sp__fiber_resume_cold(sp__thread_t *t, sp_fiber_t *f);
+/* sp_fiber_yield() for the running fiber of this thread, t (not its root
+ * stack): the scheduler's park and yield know t already. Returns 0, so
+ * that callers can return it: a tail call, whose frame is gone before the
+ * fiber parks rather than one more cold line to return through. */
+int sp__fiber_suspend(sp__thread_t *t);
 /* Reuse a finished (or never run) fiber for a new function. */
 void sp__fiber_reset(struct sp_fiber *f, sp_fiber_fn fn, void *arg);
 

@@ -30,69 +30,22 @@
  * line or two of the prefetch, nothing else. */
 #define PARK_DEPTH 256
 
-/* A fiber about to wait on its worker's fds makes room for itself in the
- * due list first: out of memory is then this wait's -ENOMEM, and the
- * wake-up inside the poll (ready_one) needs none. Owner thread. The list
- * may move while sp__io_run_due walks it: that reads it afresh each time. */
-static int due_reserve(iom_worker_t *x)
-{
-    unsigned waiting = atomic_load_explicit(&x->waiting, memory_order_relaxed);
-    if (waiting == x->capdue) {
-        unsigned cap = x->capdue ? 2 * x->capdue : 64;
-        struct sp_fiber **grown = sp__realloc(x->due, sizeof *grown * cap);
-        if (!grown)
-            return -ENOMEM;
-        x->due = grown;
-        x->capdue = cap;
-    }
-    atomic_store_explicit(&x->waiting, waiting + 1, memory_order_relaxed);
-    return 0;
-}
-
-/* Keep a fiber woken by the poll to run once ev_run returns (its room was
- * reserved when it armed its wait). */
-static void due_push(iom_worker_t *x, struct sp_fiber *f)
-{
-    x->due[x->ndue++] = f;
-}
-
-void sp__io_run_due(sp_iomanager_t *io, int worker)
-{
-    iom_worker_t *x = io->w[worker];
-    sp__worker_t *self = &io->s.workers[worker];
-    /* Nothing adds to the list meanwhile: a running fiber's wake-ups go
-     * through the queues (the worker is not polling then). */
-    while (x->ndue) {
-        unsigned k = --x->ndue;
-        /* The next two fibers' lines, while this one runs: on_ready asked
-         * for them too, but a long batch runs long after that (their
-         * frames are asked for by the switch, once the line is there). */
-        if (k > 0)
-            sp__prefetch_lines(x->due[k - 1], x->due[k > 1 ? k - 2 : k - 1]);
-        sp__sched_run_now(self, x->due[k]);
-    }
-}
-
-/* On the owner's thread, for one watch found ready. When its worker polls
- * (not from inside a task), a waiting fiber of this worker is claimed right
- * here and runs as soon as the loop returns (sp__io_run_due), as a callback
- * server's handlers run, with no trip through a locked queue. */
+/* On the owner's thread, for one watch found ready. A waiting fiber of
+ * this worker goes straight onto the worker's list of fibers to run as
+ * soon as the poll returns (sp__waiter_deliver_on), as a callback server's
+ * handlers run, with no trip through a locked queue. */
 static void ready_one(struct ev_loop *loop, sp__io_watch_t *w)
 {
-    sp__worker_t *self = &w->iom->s.workers[w->owner];
     sp__fd_ctx_t *ctx = ctx_of(w);
     taken_t t;
     sp__spin_lock(&ctx->lock);
     bool got = !w->retired && take(w, 0, false, &t);
     sp__spin_unlock(&ctx->lock);
     if (got) {
-        if (t.waiter && sp__sched_polling(self)) {
-            struct sp_fiber *f = sp__waiter_deliver_here(t.waiter);
-            if (f)
-                due_push(w->iom->w[w->owner], f);
-        } else {
+        if (t.waiter)
+            sp__waiter_deliver_on(t.waiter, &w->iom->s.workers[w->owner]);
+        else
             deliver(&t);
-        }
         return;
     }
     /* Nobody waits (or the watch is on its way out): stop it until the next
@@ -131,10 +84,19 @@ static void on_ready(struct ev_loop *loop, ev_io *io, int revents)
     x->batch[x->nbatch++] = w;
 }
 
+/* libev calls back last in, first out: the fibers woken here are turned
+ * round to run in the order the kernel reported their fds, so that under
+ * load every connection waits about one poll (last in, first out would
+ * serve a connection alternately first and last and double the tail
+ * latency). */
 void sp__io_invoke_pending(struct ev_loop *loop)
 {
+    iom_worker_t *x = ev_userdata(loop);
+    sp__worker_t *self = &x->timers.sched->workers[x->timers.worker];
+    unsigned from = sp__sched_ncollected(self);
     ev_invoke_pending(loop);
-    ready_flush(loop, ev_userdata(loop));
+    ready_flush(loop, x);
+    sp__sched_reverse_collected(self, from);
 }
 
 /* Arm the fd's watch of direction dir for a waiter or a callback, on
@@ -280,17 +242,19 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
                              const armed_t *armed, int k, int rc,
                              int64_t timeout_us)
 {
-    /* Its room in the due list, made before this worker can poll again
-     * (nothing delivers into the list until then). */
-    iom_worker_t *x = io->w[owner];
-    bool reserved = rc == 0 && (rc = due_reserve(x)) == 0;
     sp_timer_id_t tid = 0;
     if (rc == 0 && timeout_us >= 0)
         rc = sp__timer_add_inline(sp__iom_timer_heap(io, owner),
                                   (uint64_t)timeout_us * 1000,
                                   on_wait_timeout, &waiter->base, &tid);
     if (rc == 0) {
+        /* For sp_iomanager_stats: written by the owner thread only. */
+        _Atomic unsigned *waiting = &io->w[owner]->waiting;
+        unsigned n = atomic_load_explicit(waiting, memory_order_relaxed);
+        atomic_store_explicit(waiting, n + 1, memory_order_relaxed);
         sp__waiter_wait(&waiter->base);
+        n = atomic_load_explicit(waiting, memory_order_relaxed);
+        atomic_store_explicit(waiting, n - 1, memory_order_relaxed);
         /* The timer runs its callback on this thread, like this fiber: once
          * cancel says it already fired, that callback has completed. */
         if (tid)
@@ -298,10 +262,6 @@ static inline int park_armed(sp_iomanager_t *io, int owner, io_waiter_t *waiter,
     }
     withdraw(armed, k, waiter);
     int result = sp__waiter_settle(&waiter->base);
-    if (reserved)
-        atomic_store_explicit(&x->waiting,
-                              atomic_load_explicit(&x->waiting, memory_order_relaxed) - 1,
-                              memory_order_relaxed);
     return rc == 0 ? result : rc;
 }
 
@@ -396,10 +356,7 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
     /* No timer: this fd's watch is the only waker (taken off it under the
      * fd's lock), so the waiter's counts need no locked instructions on a
      * line that is cold at the wake-up. */
-    if (timeout_us < 0)
-        sp__waiter_init_sole(&waiter.base);
-    else
-        sp__waiter_init(&waiter.base);
+    sp__waiter_init_for(&waiter.base, t->current, timeout_us < 0);
     atomic_init(&waiter.unarmed, 0);
     waiter.base.cancel = cancel_wait;
     waiter.base.kind = event == SP_IO_WRITE ? SP__WAIT_FD_WRITE : SP__WAIT_FD_READ;

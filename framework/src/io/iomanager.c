@@ -65,7 +65,7 @@ static void poll_once(sp_scheduler_t *s, int worker, bool block)
     iom_worker_t *x = io->w[worker];
     /* A close in the inbox lets the loop look once more (destroy), and that
      * look may leave work the worker must not sleep on: fibers it found
-     * ready (due), a tickle it read from the pipe (the byte spent, its task
+     * ready (collected to run after the poll), a tickle it read from the pipe (the byte spent, its task
      * or inbox entry waiting), a callback task queued on this worker (a
      * worker never tickles itself). Then this poll does not block: the
      * worker goes round once more and sleeps on its next poll. */
@@ -79,9 +79,10 @@ static void poll_once(sp_scheduler_t *s, int worker, bool block)
         ev_run(x->loop, EVRUN_NOWAIT);
     }
     sp__io_drain_inbox(io, worker);
-    /* After the inbox (its closes may run the loop once more), before the
-     * timers: a fiber whose fd became ready runs before its timeout. */
-    sp__io_run_due(io, worker);
+    /* The fibers woken so far (fds, inbox) were collected before any that
+     * the timers wake, and run first, right after the poll; a fiber whose
+     * fd became ready and whose timeout passed too gets the readiness,
+     * which was promised first. */
     sp__timer_heap_expire(&x->timers);
 }
 
@@ -196,7 +197,6 @@ static void slot_free(iom_worker_t *x)
         close(x->pipe_wr);
     }
     sp__timer_heap_fini(&x->timers);
-    free(x->due);
     free(x);
 }
 

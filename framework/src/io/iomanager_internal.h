@@ -44,15 +44,8 @@ typedef struct iom_worker {
      * to free them all at the end. */
     pthread_mutex_t watches_lock;
     sp__list_t watches; /* of sp__io_watch_t, by their `all` link */
-    /* Fibers ready_one woke during one ev_run, in libev's invocation order,
-     * which is the reverse of the kernel's (libev runs its pending
-     * callbacks last in, first out); sp__io_run_due runs them back to
-     * front. Owner thread only. Room for every fiber waiting on this
-     * worker's fds (`waiting`) is made when it arms its wait, so a wake-up
-     * inside the poll never needs memory. `waiting` is written by the
-     * owner only; atomic so that stats may read it. */
-    struct sp_fiber **due;
-    unsigned ndue, capdue;
+    /* Fibers waiting on this worker's fds, for sp_iomanager_stats: written
+     * by the owner only, atomic so that stats may read it. */
     _Atomic unsigned waiting;
     /* The watches libev is reporting ready: on_ready notes each and asks
      * for its cold lines; they are handled together once libev has called
@@ -131,11 +124,6 @@ int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns
 /* sp_io_wait_any with the same answer for an interrupt: the bridge's
  * wait_any. */
 int sp__io_hook_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us);
-/* After ev_run: run the fibers its callbacks woke, in the order the kernel
- * reported their fds ready, so that under load every connection waits about
- * one batch (last in, first out would serve a connection alternately first
- * and last and double the tail latency). */
-void sp__io_run_due(sp_iomanager_t *io, int worker);
 /* After stop: take every watch of io off its fd and free it. */
 void sp__io_forget_all(sp_iomanager_t *io);
 /* On the worker's thread: act on everything in its inbox. True if a close

@@ -77,6 +77,7 @@ typedef struct sp__worker {
     sp_scheduler_t *s;
     int index;
     pthread_t thread;
+    sp__thread_t *fibers; /* its thread's fiber state, set as its loop starts */
     struct sp_fiber *loop_fiber; /* use_caller worker: runs the loop */
     struct sp_fiber *spare[64];  /* finished function-task fibers */
     /* Owner only: tasks this worker took but could not queue or start for
@@ -85,9 +86,11 @@ typedef struct sp__worker {
     unsigned nheld;
     unsigned nspare;
     unsigned since_tick, tick_every; /* tasks run since / between ticks */
-    /* Owner only: fibers woken on this worker's thread while it polls. */
+    /* Owner only: while it polls (no task runs then), fibers woken on
+     * this worker's thread go on `woken`, to run right after the poll;
+     * one that finds no room (out of memory) takes its reserved slot in
+     * the bound queue instead (worker.c, collect and requeue). */
     bool collecting;
-    bool running; /* owner only: inside run_task (a task fiber runs) */
     struct sp_fiber **woken;
     unsigned nwoken, capwoken;
     _Atomic uint64_t tasks_run, switches, steals;
@@ -238,8 +241,19 @@ static inline int sp__sched_room(sp__worker_t *w, sp__run_queue_t *q,
  * while the caller keeps s from stopping (holds it). */
 int sp__sched_submit_reserved(sp_scheduler_t *s, int rw, sp_fiber_fn fn,
                               void *arg, int worker);
-/* Queue woken fiber f on its worker (see requeue). */
-void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f);
+/* Queue woken fiber f on its worker (see requeue); self: the calling
+ * thread's worker, or NULL. */
+void sp__sched_requeue(sp__worker_t *self, struct sp_fiber *f);
+/* The same for a fiber of self: while self polls and its woken list has
+ * room, the store onto the list is all (inline: one per message). */
+static inline void sp__sched_requeue_home(sp__worker_t *self,
+                                          struct sp_fiber *f)
+{
+    if (self->collecting && self->nwoken < self->capwoken)
+        self->woken[self->nwoken++] = f;
+    else
+        sp__sched_requeue(self, f);
+}
 /* A worker's thread (pthread_create), and worker 0's loop under
  * use_caller (a fiber that stop() resumes). */
 void *sp__sched_thread_main(void *w);
@@ -258,14 +272,15 @@ void sp__sched_monitor_stop(sp_scheduler_t *s);
 /* Stop and free s's monitor, if any. */
 void sp__sched_monitor_free(sp_scheduler_t *s);
 
-/* On w's thread: true while w polls for events outside any task, where an
- * event callback may claim the fiber it wakes and run it during the poll
- * (sp__sched_run_now) instead of queueing it. */
-bool sp__sched_polling(const sp__worker_t *w);
-/* Run f, a fiber of w that the caller claimed while polling
- * (sp__waiter_deliver_here returned it), now, without the run queue: as a
- * callback server runs its handlers. */
-void sp__sched_run_now(sp__worker_t *w, struct sp_fiber *f);
+/* On w's thread: how many fibers w's poll has collected so far (0 when
+ * not polling), and turning round those collected since there were `from`:
+ * for wakers that see events in the reverse of the order they are to run
+ * in (libev calls back last in, first out). */
+static inline unsigned sp__sched_ncollected(const sp__worker_t *w)
+{
+    return w->nwoken;
+}
+void sp__sched_reverse_collected(sp__worker_t *w, unsigned from);
 
 int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
                    bool use_caller);
@@ -332,19 +347,50 @@ void sp__waiter_init(sp__waiter_t *w);
 /* For a wait that something else lets only one waker reach (the sync
  * primitives' claim): promise and delivery are then plain stores. */
 void sp__waiter_init_sole(sp__waiter_t *w);
-/* true if this was the first promise: its result is the wait's. */
-bool sp__waiter_promise(sp__waiter_t *w, int result);
+/* Either of the two for the calling fiber f, known to the caller: inline,
+ * for the fd waits, one per message. */
+static inline void sp__waiter_init_for(sp__waiter_t *w, sp_fiber_t *f,
+                                       bool sole)
+{
+    w->fiber = f;
+    w->result = 0;
+    atomic_init(&w->promised, 0);
+    atomic_init(&w->delivered, 0);
+    w->sole = sole;
+    w->park = false;
+    w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
+    w->cancel = NULL;
+}
+/* true if this was the first promise: its result is the wait's. Inline:
+ * every fd wake-up promises. */
+static inline bool sp__waiter_promise(sp__waiter_t *w, int result)
+{
+    if (w->sole) { /* the only writer: no locked add */
+        w->result = result;
+        atomic_store_explicit(&w->promised, 1, memory_order_relaxed);
+        return true;
+    }
+    if (atomic_fetch_add(&w->promised, 1) != 0)
+        return false;
+    w->result = result;
+    return true;
+}
 void sp__waiter_deliver(sp__waiter_t *w, bool wake);
-/* Deliver and wake, on the calling worker's thread: returns the fiber if
- * the caller must run it (it was parked and belongs to this worker), else
- * NULL (already woken, or queued for its own worker). */
-struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w);
+/* sp__waiter_deliver(w, true) on the thread of worker `self`, which the
+ * caller knows: while self polls, a parked fiber of self joins the fibers
+ * that run right after the poll. */
+void sp__waiter_deliver_on(sp__waiter_t *w, sp__worker_t *self);
 /* Park until at least one waker delivered. With a cancel function the
  * wait is published on its fiber meanwhile, and a pending interrupt ends
  * it at once. */
 void sp__waiter_wait(sp__waiter_t *w);
 /* Wait until every promiser delivered; returns the wait's result. */
-int sp__waiter_settle(sp__waiter_t *w);
+static inline int sp__waiter_settle(sp__waiter_t *w)
+{
+    while (atomic_load(&w->delivered) != atomic_load(&w->promised))
+        sp_yield();
+    return w->result;
+}
 enum { SP_CANCEL_LATE, SP_CANCEL_PROMISED, SP_CANCEL_DECIDED };
 /* A cancel function for waiters any number of wakers may reach: one more
  * promise. */

@@ -1,8 +1,8 @@
 /* The generic waiter (scheduler_internal.h, sp__waiter_t): a fiber's wait
  * for one of several wakers, robust against stray wakes. It parks and
  * wakes through the scheduler's own calls (sp__park, sp__wake), and on a
- * poll's own thread claims the fiber for the worker to run at once
- * (sp__waiter_deliver_here).
+ * polling worker's thread hands the fiber straight to that worker's list
+ * of fibers to run after the poll (sp__waiter_deliver_on).
  *
  * Ending a wait early (sp_wake for a park, sp_fiber_interrupt for any):
  * while it waits, a fiber publishes its waiter in f->cur_wait (bit 0: an
@@ -22,33 +22,12 @@
 
 void sp__waiter_init(sp__waiter_t *w)
 {
-    w->fiber = sp_fiber_current();
-    w->result = 0;
-    atomic_init(&w->promised, 0);
-    atomic_init(&w->delivered, 0);
-    w->sole = false;
-    w->park = false;
-    w->kind = SP__WAIT_OTHER; /* fd: set by fd waits, read only for them */
-    w->cancel = NULL;
+    sp__waiter_init_for(w, sp_fiber_current(), false);
 }
 
 void sp__waiter_init_sole(sp__waiter_t *w)
 {
-    sp__waiter_init(w);
-    w->sole = true;
-}
-
-bool sp__waiter_promise(sp__waiter_t *w, int result)
-{
-    if (w->sole) { /* the only writer: no locked add */
-        w->result = result;
-        atomic_store_explicit(&w->promised, 1, memory_order_relaxed);
-        return true;
-    }
-    if (atomic_fetch_add(&w->promised, 1) != 0)
-        return false;
-    w->result = result;
-    return true;
+    sp__waiter_init_for(w, sp_fiber_current(), true);
 }
 
 int sp__waiter_cancel_promise(sp__waiter_t *w, int result)
@@ -66,42 +45,45 @@ static void mark_delivered(sp__waiter_t *w)
         atomic_fetch_add(&w->delivered, 1);
 }
 
-/* True on the thread of the worker f runs on: f cannot run meanwhile. */
-static bool on_home_worker(const struct sp_fiber *f)
+/* The worker f runs on (bound or homed), or NULL before it first ran. */
+static sp__worker_t *home_of(const struct sp_fiber *f)
 {
     int target = f->bound >= 0 ? f->bound : f->last_worker;
-    return target >= 0 && &f->sched->workers[target] == sp__thread()->worker;
+    return target >= 0 ? &f->sched->workers[target] : NULL;
+}
+
+/* A wake of f from a thread other than its worker's: f may run, return
+ * and finish as soon as we mark delivery, so it is pinned until done. */
+static void deliver_pinned(sp__waiter_t *w, struct sp_fiber *f)
+{
+    atomic_fetch_add(&f->pins, 1);
+    mark_delivered(w); /* last touch of w */
+    sp__wake(f);
+    atomic_fetch_sub(&f->pins, 1);
 }
 
 void sp__waiter_deliver(sp__waiter_t *w, bool wake)
 {
-    struct sp_fiber *f = w->fiber;
-    if (wake && on_home_worker(f)) { /* no pins: f cannot run before we are done */
+    sp__worker_t *self = wake ? sp__thread()->worker : NULL;
+    if (self)
+        sp__waiter_deliver_on(w, self);
+    else if (wake)
+        deliver_pinned(w, w->fiber);
+    else
         mark_delivered(w);
-        sp__wake(f);
-        return;
-    }
-    if (wake) /* the fiber may return and finish once we mark delivery */
-        atomic_fetch_add(&f->pins, 1);
-    mark_delivered(w); /* last touch of w */
-    if (wake) {
-        sp__wake(f);
-        atomic_fetch_sub(&f->pins, 1);
-    }
 }
 
-struct sp_fiber *sp__waiter_deliver_here(sp__waiter_t *w)
+void sp__waiter_deliver_on(sp__waiter_t *w, sp__worker_t *self)
 {
     struct sp_fiber *f = w->fiber;
-    /* No pins: f runs only on its worker, this thread, busy here; if it
-     * belongs elsewhere, f is not touched after it is queued. */
+    if (home_of(f) != self) {
+        deliver_pinned(w, f);
+        return;
+    }
+    /* No pins: f runs only on self, this thread, busy here. */
     mark_delivered(w);
-    if (!sp__sched_wake_claim(f))
-        return NULL;
-    if (on_home_worker(f))
-        return f;
-    sp__sched_requeue(f->sched, f);
-    return NULL;
+    if (sp__sched_wake_claim(f))
+        sp__sched_requeue_home(self, f);
 }
 
 bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
@@ -209,11 +191,4 @@ void sp__waiter_wait(sp__waiter_t *w)
     if (w->cancel && !atomic_exchange(&f->cur_wait, 0))
         while (atomic_load(&f->wait_busy))
             sp_yield();
-}
-
-int sp__waiter_settle(sp__waiter_t *w)
-{
-    while (atomic_load(&w->delivered) != atomic_load(&w->promised))
-        sp_yield();
-    return w->result;
 }

@@ -10,8 +10,10 @@
  * `local`, for fibers the worker woke itself. Entries carry a per-worker
  * sequence number so the owner runs them in submission order across all
  * three. An idle worker steals up to half of another worker's shared queue.
- * Fibers woken by the worker's own event poll do not queue at all: they run
- * in the event callback, or right after the poll (see poll_events).
+ * Fibers woken on the worker's own thread while it polls for events (by
+ * the poll's fd events, its timers, its inbox) do not queue at all: they go
+ * on one list, `woken`, and run right after the poll, in the order they
+ * were collected (see poll_events).
  *
  * Sleeping without lost wake-ups: a worker about to sleep sets idle=1, issues
  * a full fence, then looks at every queue once more; a submitter pushes,
@@ -20,6 +22,7 @@
  * tickling it, so each sleeping worker is woken at most once per claim, and
  * nobody is tickled while no worker is idle.
  */
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "scheduler_internal.h"
 
@@ -181,27 +184,36 @@ static bool work_visible(const sp_scheduler_t *s, const sp__worker_t *w)
 
 static void run_task(sp__worker_t *w, const sp__task_t *task);
 
-/* Run, in wake order, the fibers collected while this worker polled. A
- * fiber that yields or is woken again meanwhile goes through the queue. */
+/* Run, in the order collected, the fibers this worker's poll woke; each
+ * asks for the next two fibers' lines while it runs (a batch from a busy
+ * poll runs long after the poll asked for them). Nothing is collected
+ * meanwhile: the fibers' own wake-ups go through the queues. */
 static void run_woken(sp__worker_t *w)
 {
-    for (unsigned i = 0; i < w->nwoken; i++)
-        run_task(w, &(sp__task_t){.fiber = w->woken[i]});
+    struct sp_fiber **v = w->woken;
+    unsigned n = w->nwoken;
+    for (unsigned i = 0; i < n; i++) {
+        if (i + 1 < n)
+            sp__prefetch_lines(v[i + 1], v[i + 2 < n ? i + 2 : i + 1]);
+        run_task(w, &(sp__task_t){.fiber = v[i]});
+    }
     w->nwoken = 0;
 }
 
-bool sp__sched_polling(const sp__worker_t *w)
+void sp__sched_reverse_collected(sp__worker_t *w, unsigned from)
 {
-    return w->collecting && !w->running;
+    if (w->nwoken - from < 2)
+        return; /* nothing to turn round (and maybe no list yet) */
+    struct sp_fiber **lo = w->woken + from, **hi = w->woken + w->nwoken;
+    while (hi > lo + 1) {
+        struct sp_fiber *f = *lo;
+        *lo++ = *--hi;
+        *hi = f;
+    }
 }
 
-void sp__sched_run_now(sp__worker_t *w, struct sp_fiber *f)
-{
-    run_task(w, &(sp__task_t){.fiber = f});
-}
-
-/* The extension's idle or tick: fibers its event callbacks wake on this
- * worker are collected, then run once it returns. */
+/* The extension's idle or tick: fibers woken on this worker meanwhile are
+ * collected, to run once it returns (run_woken). No task runs inside. */
 static void poll_events(sp__worker_t *w, void (*poll)(sp_scheduler_t *, int))
 {
     sp__sched_bump(&w->polls, 1);
@@ -231,7 +243,7 @@ static struct sp_fiber *task_fiber(sp__worker_t *w, const sp__task_t *task)
     struct sp_fiber *f;
     if (w->nspare) {
         f = w->spare[--w->nspare];
-        f->id = sp__fiber_next_id(sp__thread());
+        f->id = sp__fiber_next_id(w->fibers);
         sp__fiber_reset(f, task->fn, task->arg);
     } else {
         f = sp_fiber_create(task->fn, task->arg, 0, "task");
@@ -266,30 +278,21 @@ static void retire(sp__worker_t *w, struct sp_fiber *f)
     sp__sched_release(w->s);
 }
 
-/* Append f to the growable array *v of *n fibers (room for *cap); false
- * if out of memory. */
-static bool fibers_push(struct sp_fiber ***v, unsigned *n, unsigned *cap,
-                        struct sp_fiber *f)
-{
-    if (*n == *cap) {
-        unsigned grow = *cap ? 2 * *cap : 64;
-        struct sp_fiber **grown = realloc(*v, sizeof *grown * grow);
-        if (!grown)
-            return false;
-        *v = grown;
-        *cap = grow;
-    }
-    (*v)[(*n)++] = f;
-    return true;
-}
-
-/* Owner thread, while its worker polls for events: keep a woken fiber of
- * this worker to run right after the poll (see go_idle), as a callback
- * server runs its handlers, instead of a trip through the locked queue.
- * False if out of memory: queue it as usual. */
+/* Owner thread, while its worker polls: keep a woken fiber of this worker
+ * to run right after the poll (run_woken), as a callback server runs its
+ * handlers. False if out of memory: the caller queues it as usual. */
 static bool collect(sp__worker_t *w, struct sp_fiber *f)
 {
-    return fibers_push(&w->woken, &w->nwoken, &w->capwoken, f);
+    if (w->nwoken == w->capwoken) {
+        unsigned cap = w->capwoken ? 2 * w->capwoken : 64;
+        struct sp_fiber **grown = sp__realloc(w->woken, sizeof *grown * cap);
+        if (!grown)
+            return false;
+        w->woken = grown;
+        w->capwoken = cap;
+    }
+    w->woken[w->nwoken++] = f;
+    return true;
 }
 
 /* A fiber that has run resumes on the worker it last ran on (or its bound
@@ -298,12 +301,13 @@ static bool collect(sp__worker_t *w, struct sp_fiber *f)
  * for ordinary C code: compilers keep thread-local addresses (errno's
  * included, __errno_location being a const function) in registers across
  * calls such as sp_yield(), and the fiber would then read the old thread's
- * variables (libgo issue 256). */
-static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
+ * variables (libgo issue 256). `self`: the caller's worker, or NULL. */
+static void requeue(sp__worker_t *self, struct sp_fiber *f)
 {
+    sp_scheduler_t *s = f->sched;
     int target = f->bound >= 0 ? f->bound : f->last_worker;
     sp__worker_t *w = &s->workers[target];
-    if (sp__thread()->worker == w) {
+    if (self == w) {
         if (w->collecting && collect(w, f))
             return;
         /* Our own wake: the unlocked queue, unless the monitor may have
@@ -321,7 +325,7 @@ static void requeue(sp_scheduler_t *s, struct sp_fiber *f)
  * it may now be handed to other threads. */
 static void after_run(sp__worker_t *w, struct sp_fiber *f)
 {
-    if (sp_fiber_state(f) == SP_FIBER_DONE) {
+    if (atomic_load_explicit(&f->state, memory_order_acquire) == SP_FIBER_DONE) {
         retire(w, f);
         return;
     }
@@ -332,12 +336,12 @@ static void after_run(sp__worker_t *w, struct sp_fiber *f)
             return; /* a later sp__wake() queues it */
         atomic_store(&f->park, SP_PARK_RUNNING); /* woken while switching out */
     }
-    requeue(w->s, f); /* sp_yield(), or a plain sp_fiber_yield() */
+    requeue(w, f); /* sp_yield(), or a plain sp_fiber_yield() */
 }
 
-void sp__sched_requeue(sp_scheduler_t *s, struct sp_fiber *f)
+void sp__sched_requeue(sp__worker_t *self, struct sp_fiber *f)
 {
-    requeue(s, f);
+    requeue(self, f);
 }
 
 static void publish_start(sp__worker_t *w, const struct sp_fiber *f);
@@ -381,11 +385,9 @@ static void run_task(sp__worker_t *w, const sp__task_t *task)
     sp__sched_bump(&w->switches, 1);
     if (w->s->monitored)
         publish_start(w, f);
-    w->running = true;
-    sp__fiber_resume_cold(f);
+    sp__fiber_resume_cold(w->fibers, f);
     /* Whoever switched back: f, or a fiber f handed the thread to. */
-    f = sp__thread()->prev;
-    w->running = false;
+    f = w->fibers->prev;
     if (w->s->monitored) /* even: between tasks */
         atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
                               memory_order_relaxed) + 1, memory_order_relaxed);
@@ -458,6 +460,7 @@ static void worker_loop(sp__worker_t *w)
 {
     sp__thread_t *t = sp__thread();
     t->worker = w;
+    w->fibers = t;
     for (;;) {
         sp__task_t task;
         if (next_task(w, &task)) {
@@ -507,10 +510,9 @@ void sp__sched_caller_loop(void *arg)
     worker_loop(arg);
 }
 
-/* The task fiber running on this thread, or NULL. */
-static struct sp_fiber *current_task(void)
+/* The task fiber running on this thread, t, or NULL. */
+static struct sp_fiber *current_task(const sp__thread_t *t)
 {
-    sp__thread_t *t = sp__thread();
     struct sp_fiber *f = t->current;
     return f != &t->root && f->sched && t->worker ? f : NULL;
 }
@@ -523,8 +525,7 @@ static struct sp_fiber *current_task(void)
  * (a channel ping-pong) the return predictor is right on the way back up.
  * The loop's share of the switch-out (after_run) then runs on the next
  * fiber's stack, once the switch is complete. Not while the monitor
- * watches (it tracks one task per run_task) or the worker collects a poll's
- * wake-ups, and every SP_TICK_TASKS tasks the loop gets its turn to poll. */
+ * watches (it tracks one task per run_task), and every SP_TICK_TASKS tasks the loop gets its turn to poll. */
 
 static void finish_handoff(struct sp_fiber *prev)
 {
@@ -534,7 +535,7 @@ static void finish_handoff(struct sp_fiber *prev)
 static struct sp_fiber *handoff_target(sp__worker_t *w)
 {
     sp_scheduler_t *s = w->s;
-    if (!w->local.count || s->monitored || w->collecting ||
+    if (!w->local.count || s->monitored ||
         atomic_load_explicit(&w->n_shared, memory_order_relaxed) ||
         atomic_load_explicit(&w->n_bound, memory_order_relaxed))
         return NULL;
@@ -547,15 +548,14 @@ static struct sp_fiber *handoff_target(sp__worker_t *w)
     return t.fiber;
 }
 
-/* The current task fiber f gives up the thread: to the next local fiber,
- * or back to the worker loop. */
-static int switch_out(struct sp_fiber *f)
+/* The current task fiber f of this thread, t, gives up the thread: to
+ * the next local fiber, or back to the worker loop. */
+static int switch_out(sp__thread_t *t, struct sp_fiber *f)
 {
-    sp__thread_t *t = sp__thread();
     sp__worker_t *w = t->worker;
     struct sp_fiber *next = handoff_target(w);
     if (!next)
-        return sp_fiber_yield();
+        return sp__fiber_suspend(t);
     sp__sched_bump(&w->switches, 1);
     next->caller = f->caller;
     atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
@@ -567,15 +567,17 @@ static int switch_out(struct sp_fiber *f)
 
 int sp_yield(void)
 {
-    struct sp_fiber *f = current_task();
+    sp__thread_t *t = sp__thread();
+    struct sp_fiber *f = current_task(t);
     if (!f)
         return -EPERM;
-    return switch_out(f);
+    return switch_out(t, f);
 }
 
 int sp__park(void)
 {
-    struct sp_fiber *f = current_task();
+    sp__thread_t *t = sp__thread();
+    struct sp_fiber *f = current_task(t);
     if (!f)
         return -EPERM;
     int expect = SP_PARK_RUNNING;
@@ -583,7 +585,7 @@ int sp__park(void)
         atomic_store(&f->park, SP_PARK_RUNNING); /* consume the early wake */
         return 0;
     }
-    return switch_out(f);
+    return switch_out(t, f);
 }
 
 int sp__wake(struct sp_fiber *f)
@@ -591,6 +593,6 @@ int sp__wake(struct sp_fiber *f)
     if (!f || !f->sched)
         return -EINVAL;
     if (sp__sched_wake_claim(f))
-        requeue(f->sched, f);
+        requeue(sp__thread()->worker, f);
     return 0;
 }
