@@ -106,7 +106,17 @@ typedef struct sp__thread {
     bool hooks_off;        /* sp_hook_enable(false) on this thread */
     uint64_t next_id, id_end;
     void *altstack;
+    /* The side stack's fiber (sp__side_call) and the call it is to run. */
+    struct sp_fiber *side;
+    void (*side_fn)(void *);
+    void *side_arg;
 } sp__thread_t;
+
+/* Run fn(arg) on this thread's side stack and return when it returns. fn
+ * must not switch fibers (park, yield, wait): the side stack is one per
+ * thread. errno set by fn is not seen by the caller (it is per fiber). On
+ * the caller's own stack when out of memory or already on the side stack. */
+void sp__side_call(void (*fn)(void *), void *arg);
 
 /* The calling thread's state, initialised on first use. Deliberately an
  * out-of-line call: after a switch a fiber may be on another thread, and the

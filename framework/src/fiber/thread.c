@@ -56,6 +56,8 @@ static void altstack_fini(sp__thread_t *t)
 
 static void thread_fini(void *p)
 {
+    sp__thread_t *t = p;
+    sp_fiber_destroy(t->side); /* suspended between calls */
     altstack_fini(p);
     self = NULL;
     free(p);

@@ -36,7 +36,9 @@ static int sock_result(BIO *b, ssize_t n, bool reading)
 static int sock_read(BIO *b, char *buf, int len)
 {
     sp__tls_sock_t *s = BIO_get_data(b);
-    return sock_result(b, recv(s->fd, buf, (size_t)len, MSG_DONTWAIT), true);
+    ssize_t n = recv(s->fd, buf, (size_t)len, MSG_DONTWAIT);
+    s->drained = n < len && (n > 0 || errno == EAGAIN);
+    return sock_result(b, n, true);
 }
 
 static int sock_write(BIO *b, const char *buf, int len)

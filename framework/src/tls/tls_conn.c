@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fiber/fiber_internal.h"
 #include "spindle/iomanager.h"
 #include "spindle/timer.h"
 #include "tls_internal.h"
@@ -112,6 +113,25 @@ static int wait_for(int fd, int event, uint64_t deadline)
     return rc;
 }
 
+/* One OpenSSL call, run on the thread's side stack: OpenSSL's frames are
+ * deep and never wait here (the socket never blocks; drive() waits), so a
+ * fiber's own stack stays shallow and the crypto's frames stay warm. */
+typedef struct op_call {
+    op_fn op;
+    SSL *ssl;
+    void *buf;
+    size_t len;
+    size_t *done;
+    int r, err; /* its result, and errno right after it */
+} op_call_t;
+
+static void run_op(void *p)
+{
+    op_call_t *k = p;
+    k->r = k->op(k->ssl, k->buf, k->len, k->done);
+    k->err = errno;
+}
+
 /* Run op until it completes: 0, 1 when the peer closed, or -errno. */
 static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done,
                  uint64_t deadline)
@@ -121,21 +141,33 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
          * than clearing its sixteen slots every time. */
         if (ERR_peek_error())
             ERR_clear_error();
+        /* A read when the socket was left empty and OpenSSL holds nothing
+         * would only find it so again: wait first (as the hooks do for a
+         * stream socket), one call into OpenSSL and one recv fewer for a
+         * kept-alive connection that waits for its next request. Past
+         * the deadline the read still takes what is there. */
+        if (op == op_read && c->sock.drained && !SSL_has_pending(c->ssl)) {
+            int rc = wait_for(c->sock.fd, SP_IO_READ, deadline);
+            if (rc && rc != -ETIMEDOUT)
+                return rc;
+            c->sock.drained = false;
+        }
         c->sock.err = 0;
-        int r = op(c->ssl, buf, len, done);
-        if (r > 0)
+        op_call_t k = {op, c->ssl, buf, len, done, 0, 0};
+        sp__side_call(run_op, &k);
+        if (k.r > 0)
             return 0;
         /* OpenSSL's socket BIO leaves a failed call's errno (0 at EOF). */
         if (c->ktls)
-            c->sock.err = errno;
-        int e = SSL_get_error(c->ssl, r), event;
+            c->sock.err = k.err;
+        int e = SSL_get_error(c->ssl, k.r), event;
         if (e == SSL_ERROR_WANT_READ) {
-            /* SSL_MODE_RELEASE_BUFFERS frees the read buffer only once a
-             * record is consumed: a handshake waiting for its peer would
-             * keep it (16 KiB a connection). Freed unless it holds bytes.
-             * Afterwards the mode does it by itself. */
-            if (!SSL_is_init_finished(c->ssl))
-                SSL_free_buffers(c->ssl);
+            /* SSL_MODE_RELEASE_BUFFERS frees the read buffer once a record
+             * is consumed, but the read that then finds the socket empty
+             * allocates it again: a connection waiting for its peer (in the
+             * handshake, or idle between requests) would keep it, 16 KiB
+             * each. Freed unless it holds bytes. */
+            SSL_free_buffers(c->ssl);
             event = SP_IO_READ;
         } else if (e == SSL_ERROR_WANT_WRITE)
             event = SP_IO_WRITE;
@@ -146,6 +178,8 @@ static int drive(sp_tls_conn_t *c, op_fn op, void *buf, size_t len, size_t *done
         int rc = wait_for(c->sock.fd, event, deadline);
         if (rc)
             return rc;
+        if (event == SP_IO_READ)
+            c->sock.drained = false;
     }
 }
 

@@ -47,6 +47,9 @@ void sp__tls_gen_unref(sp__tls_gen_t *g);
 typedef struct sp__tls_sock {
     int fd;
     int err;
+    /* The last read found the socket empty, or took less than asked for
+     * (its receive queue was emptied): wait before reading again. */
+    bool drained;
 } sp__tls_sock_t;
 
 /* A BIO reading and writing s->fd with MSG_DONTWAIT; s must outlive it.
