@@ -7,7 +7,7 @@
 set -euo pipefail
 
 core=(cmake make gcc pkg-config libev-dev libhttp-parser-dev check libyaml-dev libunwind-dev
-      valgrind curl python3 python3-websockets netcat-openbsd
+      valgrind curl python3 python3-websockets python3-autobahn netcat-openbsd
       libhiredis-dev libcurl4-openssl-dev redis-server
       libmariadb-dev mariadb-server libmemcached-dev memcached libssl-dev openssl
       zlib1g-dev)

@@ -15,11 +15,15 @@ static int report_pipe[2];
 
 typedef struct report {
     int rc, code;
+    char reason[124]; /* the peer's close reason */
 } report_t;
 
 static void report(sp_ws_t *ws, int rc)
 {
-    report_t r = {rc, sp_ws_close_code(ws, NULL)};
+    report_t r = {rc, 0, ""};
+    const char *reason = "";
+    r.code = sp_ws_close_code(ws, &reason);
+    snprintf(r.reason, sizeof r.reason, "%s", reason ? reason : "");
     ck_assert_int_eq(write(report_pipe[1], &r, sizeof r), (ssize_t)sizeof r);
 }
 
@@ -77,12 +81,17 @@ void ws_setup(void)
     server_start(NULL);
 }
 
+static bool matches(const report_t *r, int rc, int code, const char *reason)
+{
+    return r->rc == rc && r->code == code && (!reason || !strcmp(r->reason, reason));
+}
+
 /* Reports read while looking for another are kept in `early`: endpoints
  * whose connections end close together may finish in either order. */
-void expect_report(int rc, int code)
+void expect_report_reason(int rc, int code, const char *reason)
 {
     for (int i = 0; i < nearly; i++)
-        if (early[i].rc == rc && early[i].code == code) {
+        if (matches(&early[i], rc, code, reason)) {
             early[i] = early[--nearly];
             return;
         }
@@ -92,11 +101,16 @@ void expect_report(int rc, int code)
                       code, nearly);
         report_t r;
         ck_assert_int_eq(read(report_pipe[0], &r, sizeof r), (ssize_t)sizeof r);
-        if (r.rc == rc && r.code == code)
+        if (matches(&r, rc, code, reason))
             return;
         ck_assert_int_lt(nearly, 16);
         early[nearly++] = r;
     }
+}
+
+void expect_report(int rc, int code)
+{
+    expect_report_reason(rc, code, NULL);
 }
 
 static pid_t peer_pid;
@@ -104,9 +118,11 @@ static int peer_stdin;
 int peer_port;
 FILE *peer_out;
 
-void python_peer_start(const char *const *args)
+void python_run(const char *script, const char *const *args)
 {
-    const char *argv[16] = {WS_PYTHON, WS_TEST_DIR "/ws_peer.py"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", WS_TEST_DIR, script);
+    const char *argv[16] = {WS_PYTHON, path};
     size_t n = 2;
     while (*args && n < 15)
         argv[n++] = *args++;
@@ -128,15 +144,21 @@ void python_peer_start(const char *const *args)
     close(out[1]);
     peer_stdin = in[1];
     peer_out = fdopen(out[0], "r");
+}
+
+void python_peer_start(const char *const *args)
+{
+    python_run("ws_peer.py", args);
     ck_assert_int_eq(fscanf(peer_out, "%d", &peer_port), 1); /* bounded by its start */
 }
 
-void python_peer_stop(void)
+int python_peer_stop(void)
 {
     fclose(peer_out);
     close(peer_stdin);
     int status;
     ck_assert_int_eq(waitpid(peer_pid, &status, 0), peer_pid);
+    return status;
 }
 
 void python_client(const char *mode, const char *path)

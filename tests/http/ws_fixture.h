@@ -17,16 +17,21 @@ void ws_setup(void);
 /* The next endpoint fiber that ended said: its last sp_ws_recv (or
  * sp_ws_close) result and the peer's close code. Waits up to 10 s. */
 void expect_report(int rc, int code);
-/* Debian's interpreter, which has python3-websockets. */
+/* The same, and the peer's close reason was `reason`. */
+void expect_report_reason(int rc, int code, const char *reason);
+/* Debian's interpreter, which has python3-websockets and python3-autobahn. */
 #define WS_PYTHON "/usr/bin/python3"
 
-/* ---- the Python peer as a server ------------------------------------------ */
+/* ---- the Python peers ---------------------------------------------------- */
 
+/* WS_PYTHON running tests/http/SCRIPT with args (NULL-terminated); its
+ * output in peer_out. */
+void python_run(const char *script, const char *const *args);
 /* ws_peer.py with args (NULL-terminated: a mode and its arguments), its
  * port read from its first line into peer_port; its output in peer_out. */
 void python_peer_start(const char *const *args);
-/* Close its stdin (a server's cue to end) and reap it. */
-void python_peer_stop(void);
+/* Close its stdin (a server's cue to end) and reap it: its wait status. */
+int python_peer_stop(void);
 /* ws_peer.py MODE ws://<the fixture's server>PATH, which must exit 0. */
 void python_client(const char *mode, const char *path);
 extern int peer_port;
