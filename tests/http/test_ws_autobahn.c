@@ -104,10 +104,10 @@ START_TEST(ws_autobahn_deflate)
 }
 END_TEST
 
-/* /ws-small takes messages up to 1000 bytes. */
+/* /ws-limit takes messages up to 1000 bytes. */
 START_TEST(ws_autobahn_too_big)
 {
-    autobahn("too-big", "/ws-small");
+    autobahn("too-big", "/ws-limit");
     line("1000 ok");
     line("close True 1009 None");
     expect_report(-EMSGSIZE, 0);

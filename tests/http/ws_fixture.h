@@ -10,8 +10,9 @@
 
 #include "http_fixture.h"
 
-/* The server with /ws (defaults) and /ws-small (max_message 1000, idle
- * timeout 300 ms) echoing every message; "close" makes the endpoint close
+/* The server with /ws (defaults), /ws-small (max_message 1000, idle
+ * timeout 300 ms), /ws-limit (max_message 1000) and /ws-z, /ws-z15
+ * (permessage-deflate) echoing every message; "close" makes the endpoint close
  * with 4000 "bye", "who" is answered with its path and parameter x. */
 void ws_setup(void);
 /* The next endpoint fiber that ended said: its last sp_ws_recv (or
