@@ -101,11 +101,18 @@ extern sp__real_t sp__real_table;
 extern atomic_bool sp__real_ready;
 void sp__real_resolve(void);
 
-/* The table, resolved on first use. */
+/* The table, resolved on first use. Under TSan every call goes through
+ * pthread_once: a hook may run inside one of TSan's blocking-call
+ * interceptors (its poll calls ours), where TSan skips atomics, so it would
+ * not see the flag's release store and would report the entries as raced;
+ * pthread_once's own release it does record. */
 static inline const sp__real_t *sp__real(void)
 {
-    if (!atomic_load_explicit(&sp__real_ready, memory_order_acquire))
-        sp__real_resolve();
+#ifndef SP_TSAN
+    if (atomic_load_explicit(&sp__real_ready, memory_order_acquire))
+        return &sp__real_table;
+#endif
+    sp__real_resolve();
     return &sp__real_table;
 }
 
