@@ -5,7 +5,8 @@
 
 #include "real.h"
 
-static sp__real_t real;
+sp__real_t sp__real_table;
+atomic_bool sp__real_ready;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void *must(const char *name)
@@ -19,7 +20,7 @@ static void *must(const char *name)
 }
 
 /* POSIX allows converting dlsym's result through a void* object. */
-#define LOAD(name) (*(void **)&real.name = must(#name))
+#define LOAD(name) (*(void **)&sp__real_table.name = must(#name))
 
 static void resolve(void)
 {
@@ -82,10 +83,10 @@ static void resolve(void)
     LOAD(res_nquery);
     LOAD(res_nsearch);
     LOAD(res_nquerydomain);
+    atomic_store_explicit(&sp__real_ready, true, memory_order_release);
 }
 
-const sp__real_t *sp__real(void)
+void sp__real_resolve(void)
 {
     pthread_once(&once, resolve);
-    return &real;
 }

@@ -10,6 +10,8 @@
 #include <poll.h>
 #include <stddef.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -91,7 +93,27 @@ typedef struct sp__real {
                             unsigned char *, int);
 } sp__real_t;
 
-/* The table, resolved on first use. */
-const sp__real_t *sp__real(void);
+/* The table and whether it is complete. sp__real_resolve fills it once
+ * (pthread_once) and then sets the flag with release: a hook that reads
+ * the flag set with acquire sees every entry, so after the first call each
+ * hooked call pays one load and a test instead of a pthread_once call. */
+extern sp__real_t sp__real_table;
+extern atomic_bool sp__real_ready;
+void sp__real_resolve(void);
+
+/* The table, resolved on first use. Under TSan every call goes through
+ * pthread_once: a hook may run inside one of TSan's blocking-call
+ * interceptors (its poll calls ours), where TSan skips atomics, so it would
+ * not see the flag's release store and would report the entries as raced;
+ * pthread_once's own release it does record. */
+static inline const sp__real_t *sp__real(void)
+{
+#ifndef SP_TSAN
+    if (atomic_load_explicit(&sp__real_ready, memory_order_acquire))
+        return &sp__real_table;
+#endif
+    sp__real_resolve();
+    return &sp__real_table;
+}
 
 #endif

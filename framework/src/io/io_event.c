@@ -99,6 +99,24 @@ void sp__io_invoke_pending(struct ev_loop *loop)
     sp__sched_reverse_collected(self, from);
 }
 
+/* The fd's lock held: w, an idle watch of direction dir, takes the waiter
+ * or the callback; *seq numbers this arming. */
+static inline void attach(sp__fd_ctx_t *ctx, sp__io_watch_t *w, int dir,
+                          io_waiter_t *waiter, io_callback_t *call, uint32_t *seq)
+{
+    w->waiter = waiter;
+    w->call = call;
+    w->seq = *seq = ++ctx->wait_seq[dir];
+    /* on_ready's prefetch hints; none for a callback. */
+    uintptr_t fiber = waiter ? (uintptr_t)waiter->base.fiber : 0;
+    if (fiber) {
+        atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
+                              memory_order_relaxed);
+        waiter->base.fiber->last_watch = w;
+    }
+    atomic_store_explicit(&w->hint_fiber, fiber, memory_order_relaxed);
+}
+
 /* Arm the fd's watch of direction dir for a waiter or a callback, on
  * worker `owner` (`mine`: the calling thread's). On success *seq numbers
  * this arming. */
@@ -111,6 +129,16 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
     int old_owner = 0;
     sp__spin_lock(&ctx->lock);
     sp__io_watch_t *w = ctx->watch[dir];
+    /* The common case first: a fiber of this worker waits again on its
+     * connection, whose watch is this worker's, idle and started; arming
+     * it is attach()'s stores. `started` is read only once the watch is
+     * known to be this thread's: only its owner's thread writes it. */
+    if (mine && w && !w->waiter && !w->call && w->owner == owner &&
+        w->iom == io && w->started) {
+        attach(ctx, w, dir, waiter, call, seq);
+        sp__spin_unlock(&ctx->lock);
+        return 0;
+    }
     if (w && (w->waiter || w->call)) {
         sp__spin_unlock(&ctx->lock);
         return -EEXIST;
@@ -136,17 +164,7 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
         ctx->watch[dir] = w;
         sp__watch_track(w);
     }
-    w->waiter = waiter;
-    w->call = call;
-    w->seq = *seq = ++ctx->wait_seq[dir];
-    /* on_ready's prefetch hints; none for a callback. */
-    uintptr_t fiber = waiter ? (uintptr_t)waiter->base.fiber : 0;
-    if (fiber) {
-        atomic_store_explicit(&w->hint_frames, (uintptr_t)waiter - PARK_DEPTH,
-                              memory_order_relaxed);
-        waiter->base.fiber->last_watch = w;
-    }
-    atomic_store_explicit(&w->hint_fiber, fiber, memory_order_relaxed);
+    attach(ctx, w, dir, waiter, call, seq);
     if (!mine && !w->queued) { /* the owner starts it */
         if (!sp__watch_inbox_push(w)) {
             w->waiter = NULL;
