@@ -69,7 +69,7 @@ typedef struct sp_tls_server_opts {
     /* The oldest protocol accepted: "TLSv1.2" (NULL) or "TLSv1.3"; any
      * other text: EINVAL. */
     const char *min_version;
-    /* Turn resumption (session tickets and the session cache) off. */
+    /* Turn resumption off: no tickets are issued or taken. */
     bool no_resumption;
     /* Kernel TLS for sending (SSL_OP_ENABLE_KTLS) where the kernel has it:
      * sp_tls_sendfile then hands files to sendfile(2) and the kernel
@@ -107,7 +107,7 @@ sp_tls_config_t *sp_tls_client_config(const sp_tls_client_opts_t *opts);
  * file). Handshakes that start afterwards use them; connections already
  * made keep what they were made with. On failure (same errnos as the
  * constructor) the config stays as it was. Safe from any thread while
- * connections run. Session tickets of the old files do not resume. */
+ * connections run. Tickets issued under the old files do not resume. */
 int sp_tls_config_reload(sp_tls_config_t *cfg);
 /* Release the caller's reference: live connections keep what they use. */
 void sp_tls_config_free(sp_tls_config_t *cfg);
@@ -147,7 +147,8 @@ void sp_tls_free(sp_tls_conn_t *c);
 
 /* The ALPN protocol agreed on, or NULL. */
 const char *sp_tls_alpn(const sp_tls_conn_t *c);
-/* Whether the handshake resumed an earlier session. */
+/* Whether the handshake was a resumption (a ticket from an earlier
+ * handshake), not a full one. */
 bool sp_tls_session_reused(const sp_tls_conn_t *c);
 /* "TLSv1.2" or "TLSv1.3". */
 const char *sp_tls_version(const sp_tls_conn_t *c);
