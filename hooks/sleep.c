@@ -57,7 +57,7 @@ unsigned sleep(unsigned seconds)
     const sp__hook_bridge_t *b = sp__hook_active();
     if (!b)
         return sp__real()->sleep(seconds);
-    struct timespec rem;
+    struct timespec rem = {0, 0};
     if (sleep_rel(b, (uint64_t)seconds * 1000000000u, &rem) == 0)
         return 0;
     return (unsigned)rem.tv_sec + (rem.tv_nsec > 0); /* seconds not slept */
