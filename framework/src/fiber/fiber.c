@@ -75,7 +75,7 @@ static void switch_done(void *asan_fake_stack)
         t->after_switch = NULL;
         fn(t->prev);
     }
-    sp__errno_set(t->current->saved_errno);
+    *t->errno_at = t->current->saved_errno;
 }
 
 static void fiber_main(void)
@@ -95,7 +95,7 @@ void sp__fiber_switch(sp__thread_t *t, struct sp_fiber *from,
                       struct sp_fiber *to, unsigned how)
 {
     bool from_done = how & SP_SWITCH_DONE;
-    from->saved_errno = sp__errno_get();
+    from->saved_errno = *t->errno_at;
     t->prev = from;
     t->current = to;
     void *fake = NULL;

@@ -103,6 +103,9 @@ typedef struct sp__thread {
      * fiber switched away from (whose context is saved by then). */
     void (*after_switch)(struct sp_fiber *prev);
     void *worker;          /* scheduler worker run by this thread, or NULL */
+    /* This thread's errno, found once: a switch saves and restores it
+     * (errno is per fiber) with a load and a store, no call. */
+    int *errno_at;
     bool hooks_off;        /* sp_hook_enable(false) on this thread */
     uint64_t next_id, id_end;
     void *altstack;
@@ -126,9 +129,6 @@ sp__thread_t *sp__thread(void);
 sp__thread_t *sp__thread_first(void);
 /* Same, or NULL if not yet initialised; async-signal-safe. */
 sp__thread_t *sp__thread_peek(void);
-/* errno accessors for the same reason (glibc's __errno_location is const). */
-int sp__errno_get(void);
-void sp__errno_set(int v);
 uint64_t sp__fiber_next_id(sp__thread_t *t);
 
 /* How to switch: DONE, the caller never comes back; COLD, `to` has been

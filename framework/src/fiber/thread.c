@@ -79,6 +79,7 @@ static void thread_init(sp__thread_t *t)
     t->root.tsan_fiber = __tsan_get_current_fiber();
 #endif
     t->current = &t->root;
+    t->errno_at = &errno;
     altstack_init(t);
     pthread_once(&fini_once, make_key);
     pthread_setspecific(fini_key, t);
@@ -106,16 +107,6 @@ sp__thread_t *sp__thread(void)
 sp__thread_t *sp__thread_peek(void)
 {
     return self;
-}
-
-int sp__errno_get(void)
-{
-    return errno;
-}
-
-void sp__errno_set(int v)
-{
-    errno = v;
 }
 
 uint64_t sp__fiber_next_id(sp__thread_t *t)
