@@ -23,7 +23,7 @@
  * the next preallocated slot, up to max_threads; after shrink_after with no
  * stuck worker, ask the last extra to retire. It leaves once no queued task
  * and no started fiber lives there, and for an IOManager no armed timer or
- * watch (worker.c, try_leave; iomanager.c, iom_may_leave), and this
+ * watch (sp__sched_try_leave; iomanager.c, iom_may_leave), and this
  * thread joins it.
  */
 #include "base/clock.h"

@@ -93,6 +93,7 @@ typedef struct sp__worker {
     bool collecting;
     struct sp_fiber **woken;
     unsigned nwoken, capwoken;
+    unsigned woken_next; /* the next of `woken` to run, once collected */
     _Atomic uint64_t tasks_run, switches, steals;
     _Atomic uint64_t polls, idle_ns; /* owner-written, like the three above */
     void *ext; /* the extension's per-worker state */
@@ -258,6 +259,10 @@ static inline void sp__sched_requeue_home(sp__worker_t *self,
  * use_caller (a fiber that stop() resumes). */
 void *sp__sched_thread_main(void *w);
 void sp__sched_caller_loop(void *w);
+
+/* scheduler_monitor.c: on an extra worker asked to retire, whether it may
+ * leave now (then nothing more is queued on it). */
+bool sp__sched_try_leave(sp__worker_t *w);
 
 /* steal.c: work from other workers, for an idle worker (steal) or for a
  * worker the monitor flagged stuck (rescue); true with a task in *out. */

@@ -135,7 +135,27 @@ static int host_spawn(void *ctx, int i)
     return sp__sched_spawn(ctx, i);
 }
 
-/* The worker leaves once it has nothing left (worker.c, try_leave). */
+/* An extra worker asked to retire leaves once it has nothing queued, no
+ * started fiber lives here (a parked one will come back to this worker)
+ * and the extension does not need it (an IOManager: armed timers and
+ * watches). `gone` is set under the lock, so no push lands here
+ * afterwards. */
+bool sp__sched_try_leave(sp__worker_t *w)
+{
+    sp_scheduler_t *s = w->s;
+    if (atomic_load(&w->owned) != (uint64_t)atomic_load(&w->migrated_out))
+        return false;
+    if (s->ops.may_leave && !s->ops.may_leave(s, w->index))
+        return false;
+    pthread_mutex_lock(&w->lock);
+    bool empty = !w->shared.count && !w->bound.count && !w->local.count;
+    if (empty)
+        w->gone = true;
+    pthread_mutex_unlock(&w->lock);
+    return empty;
+}
+
+/* The worker leaves once it has nothing left (sp__sched_try_leave). */
 static void host_retire(void *ctx, int i)
 {
     sp_scheduler_t *s = ctx;

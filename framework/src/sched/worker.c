@@ -184,20 +184,27 @@ static bool work_visible(const sp_scheduler_t *s, const sp__worker_t *w)
 
 static void run_task(sp__worker_t *w, const sp__task_t *task);
 
-/* Run, in the order collected, the fibers this worker's poll woke; each
- * asks for the next two fibers' lines while it runs (a batch from a busy
- * poll runs long after the poll asked for them). Nothing is collected
- * meanwhile: the fibers' own wake-ups go through the queues. */
-static void run_woken(sp__worker_t *w)
+/* The next fiber this worker's poll woke, in the order collected; it asks
+ * for the next two fibers' lines (a batch from a busy poll runs long after
+ * the poll asked for them). */
+static struct sp_fiber *next_woken(sp__worker_t *w)
 {
     struct sp_fiber **v = w->woken;
-    unsigned n = w->nwoken;
-    for (unsigned i = 0; i < n; i++) {
-        if (i + 1 < n)
-            sp__prefetch_lines(v[i + 1], v[i + 2 < n ? i + 2 : i + 1]);
-        run_task(w, &(sp__task_t){.fiber = v[i]});
-    }
-    w->nwoken = 0;
+    unsigned i = w->woken_next++, n = w->nwoken;
+    if (i + 1 < n)
+        sp__prefetch_lines(v[i + 1], v[i + 2 < n ? i + 2 : i + 1]);
+    return v[i];
+}
+
+/* Run the fibers this worker's poll woke. Each that parks again hands the
+ * thread straight to the next (switch_out), so this loop sees the batch's
+ * first fiber and the ends of chains. Nothing is collected meanwhile: the
+ * fibers' own wake-ups go through the queues. */
+static void run_woken(sp__worker_t *w)
+{
+    while (w->woken_next < w->nwoken)
+        run_task(w, &(sp__task_t){.fiber = next_woken(w)});
+    w->nwoken = w->woken_next = 0;
 }
 
 void sp__sched_reverse_collected(sp__worker_t *w, unsigned from)
@@ -416,26 +423,6 @@ static void publish_start(sp__worker_t *w, const struct sp_fiber *f)
                           memory_order_relaxed) + 1, memory_order_release);
 }
 
-/* An extra worker asked to retire leaves once it has nothing queued, no
- * started fiber lives here (a parked one will come back to this worker)
- * and the extension does not need it (an IOManager: armed timers and
- * watches). `gone` is set under the lock, so no push lands here
- * afterwards. */
-static bool try_leave(sp__worker_t *w)
-{
-    sp_scheduler_t *s = w->s;
-    if (atomic_load(&w->owned) != (uint64_t)atomic_load(&w->migrated_out))
-        return false;
-    if (s->ops.may_leave && !s->ops.may_leave(s, w->index))
-        return false;
-    pthread_mutex_lock(&w->lock);
-    bool empty = !w->shared.count && !w->bound.count && !w->local.count;
-    if (empty)
-        w->gone = true;
-    pthread_mutex_unlock(&w->lock);
-    return empty;
-}
-
 static bool next_task(sp__worker_t *w, sp__task_t *task)
 {
     sp_scheduler_t *s = w->s;
@@ -480,7 +467,7 @@ static void worker_loop(sp__worker_t *w)
         }
         if (sp__sched_stopped(w->s))
             break;
-        if (atomic_load(&w->retiring) && try_leave(w))
+        if (atomic_load(&w->retiring) && sp__sched_try_leave(w))
             break;
         go_idle(w);
     }
@@ -519,24 +506,34 @@ static struct sp_fiber *current_task(const sp__thread_t *t)
 
 /* ---- direct hand-off -----------------------------------------------------
  * A fiber that parks or yields while the next task in line is one this
- * worker woke itself (its unlocked queue, nothing older in the locked
- * ones) switches straight to it rather than through the worker loop: one
- * switch instead of two, and when both fibers parked through the same calls
- * (a channel ping-pong) the return predictor is right on the way back up.
+ * worker woke itself (the rest of the last poll's batch, or its unlocked
+ * queue with nothing older in the locked ones) switches straight to it
+ * rather than through the worker loop: one switch instead of two, and when
+ * both fibers parked through the same calls (connections of one server, a
+ * channel ping-pong) the return predictor is right on the way back up.
  * The loop's share of the switch-out (after_run) then runs on the next
  * fiber's stack, once the switch is complete. Not while the monitor
- * watches (it tracks one task per run_task), and every SP_TICK_TASKS tasks the loop gets its turn to poll. */
+ * watches (it tracks one task per run_task); from the unlocked queue, only
+ * until the loop's turn to poll (every SP_TICK_TASKS tasks). */
 
 static void finish_handoff(struct sp_fiber *prev)
 {
     after_run(sp__thread()->worker, prev);
 }
 
-static struct sp_fiber *handoff_target(sp__worker_t *w)
+/* The fiber to hand the thread to, and how to switch to it: the rest of a
+ * poll's batch first (run_woken would run it next; its stack is cold),
+ * then this worker's own wakes. */
+static struct sp_fiber *handoff_target(sp__worker_t *w, unsigned *how)
 {
     sp_scheduler_t *s = w->s;
-    if (!w->local.count || s->monitored ||
-        atomic_load_explicit(&w->n_shared, memory_order_relaxed) ||
+    if (s->monitored)
+        return NULL;
+    if (w->woken_next < w->nwoken) {
+        *how = SP_SWITCH_COLD;
+        return next_woken(w);
+    }
+    if (!w->local.count || atomic_load_explicit(&w->n_shared, memory_order_relaxed) ||
         atomic_load_explicit(&w->n_bound, memory_order_relaxed))
         return NULL;
     if (s->ops.tick && w->since_tick + 1 >= w->tick_every)
@@ -545,15 +542,17 @@ static struct sp_fiber *handoff_target(sp__worker_t *w)
     if (!sp__rq_pop(&w->local, &t))
         return NULL;
     w->since_tick++;
+    *how = 0;
     return t.fiber;
 }
 
 /* The current task fiber f of this thread, t, gives up the thread: to
- * the next local fiber, or back to the worker loop. */
+ * the next woken or local fiber, or back to the worker loop. */
 static int switch_out(sp__thread_t *t, struct sp_fiber *f)
 {
     sp__worker_t *w = t->worker;
-    struct sp_fiber *next = handoff_target(w);
+    unsigned how;
+    struct sp_fiber *next = handoff_target(w, &how);
     if (!next)
         return sp__fiber_suspend(t);
     sp__sched_bump(&w->switches, 1);
@@ -561,7 +560,7 @@ static int switch_out(sp__thread_t *t, struct sp_fiber *f)
     atomic_store_explicit(&next->state, SP_FIBER_RUNNING, memory_order_relaxed);
     atomic_store_explicit(&f->state, SP_FIBER_SUSPENDED, memory_order_release);
     t->after_switch = finish_handoff;
-    sp__fiber_switch(t, f, next, 0);
+    sp__fiber_switch(t, f, next, how);
     return 0;
 }
 
