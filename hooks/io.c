@@ -49,8 +49,8 @@ static void as_socket_call(io_call_t *c, unsigned fl)
 /* The read family on a managed socket whose flags the call's lookup read
  * (fl): after the kernel call the fd's entry is likely cold again, so it
  * is not read a second time. */
-static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
-                           io_call_t *c)
+static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx,
+                           unsigned fl, io_call_t *c)
 {
     uint64_t deadline = SP_HOOK_FD_DEADLINE;
     if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
@@ -66,21 +66,71 @@ static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsign
     }
 }
 
+/* A call whose fd has been looked up (ctx NULL: not one to park on). */
+static ssize_t dispatch(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
+                        io_call_t *c)
+{
+    if (!ctx)
+        return fl & SP_FD_FILE ? sp__hook_file_io(b, fl, c) : call_libc(c);
+    as_socket_call(c, fl);
+    if (c->op <= OP_RECVMSG)
+        return hooked_read(b, ctx, fl, c);
+    return sp__hook_write(b, ctx, c, call_libc(c));
+}
+
 static ssize_t hooked(io_call_t *c)
 {
     const sp__hook_bridge_t *b = NULL;
     unsigned fl = 0;
     sp__fd_ctx_t *ctx =
         c->flags & MSG_DONTWAIT ? NULL : sp__hook_managed(c->fd, &b, &fl);
-    if (!ctx)
-        return fl & SP_FD_FILE ? sp__hook_file_io(b, fl, c) : call_libc(c);
-    as_socket_call(c, fl);
-    return c->op <= OP_RECVMSG ? hooked_read(b, ctx, fl, c) : sp__hook_write(b, ctx, c);
+    return dispatch(b, ctx, fl, c);
+}
+
+/* read, or recv with no flags, on a managed stream socket (the loop of
+ * every request/response server): hooked_read's steps as a recv with no
+ * flags (as_socket_call), without a dispatch on the call's kind at each
+ * step; anything else as hooked() does. */
+static ssize_t stream_read(io_call_t *c)
+{
+    const sp__hook_bridge_t *b;
+    unsigned fl = 0;
+    sp__fd_ctx_t *ctx = sp__hook_managed(c->fd, &b, &fl);
+    if (!ctx || !(fl & SP_FD_STREAM))
+        return dispatch(b, ctx, fl, c);
+    uint64_t deadline = SP_HOOK_FD_DEADLINE;
+    if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
+        return -1;
+    for (;;) {
+        ssize_t n = sp__real()->recv(c->fd, c->buf, c->len, 0);
+        if (n > 0 && (size_t)n < c->len)
+            b->fd_set_drained(ctx); /* as note_read */
+        if (n >= 0 || errno != EAGAIN)
+            return n;
+        if (sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
+            return -1;
+    }
+}
+
+/* The same for write, or send with no flags: a send that takes every byte
+ * is the whole call; the rest of the loop is sp__hook_write's. */
+static ssize_t stream_write(io_call_t *c)
+{
+    const sp__hook_bridge_t *b;
+    unsigned fl = 0;
+    sp__fd_ctx_t *ctx = sp__hook_managed(c->fd, &b, &fl);
+    if (!ctx || !(fl & SP_FD_STREAM))
+        return dispatch(b, ctx, fl, c);
+    ssize_t n = sp__real()->send(c->fd, c->cbuf, c->len, 0);
+    if (n >= 0 && (size_t)n == c->len)
+        return n;
+    io_call_t wc = {.op = OP_SEND, .fd = c->fd, .cbuf = c->cbuf, .len = c->len};
+    return sp__hook_write(b, ctx, &wc, n);
 }
 
 ssize_t read(int fd, void *buf, size_t len)
 {
-    return hooked(&(io_call_t){.op = OP_READ, .fd = fd, .buf = buf, .len = len});
+    return stream_read(&(io_call_t){.op = OP_READ, .fd = fd, .buf = buf, .len = len});
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -90,8 +140,8 @@ ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-    return hooked(&(io_call_t){.op = OP_RECV, .fd = fd, .buf = buf, .len = len,
-                               .flags = flags});
+    io_call_t c = {.op = OP_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
+    return flags ? hooked(&c) : stream_read(&c);
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -108,7 +158,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 
 ssize_t write(int fd, const void *buf, size_t len)
 {
-    return hooked(&(io_call_t){.op = OP_WRITE, .fd = fd, .cbuf = buf, .len = len});
+    return stream_write(&(io_call_t){.op = OP_WRITE, .fd = fd, .cbuf = buf, .len = len});
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -118,8 +168,8 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-    return hooked(&(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len,
-                               .flags = flags});
+    io_call_t c = {.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
+    return flags ? hooked(&c) : stream_write(&c);
 }
 
 ssize_t sendto(int fd, const void *buf, size_t len, int flags,

@@ -69,11 +69,13 @@ static inline size_t iov_total(const struct iovec *iov, int n)
     return t;
 }
 
-/* The write family on a managed socket (io_write.c). In its own unit, so
- * that it is not folded into the read path: a fiber parked in a read then
- * holds a small frame, and each line of a parked stack is a cache miss
- * when the fiber is resumed. */
-ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c);
+/* The write family on a managed socket (io_write.c), once the call's first
+ * try has returned `first` (its result, errno set if -1). In its own unit,
+ * so that it is not folded into the read path: a fiber parked in a read
+ * then holds a small frame, and each line of a parked stack is a cache
+ * miss when the fiber is resumed. */
+ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c,
+                       ssize_t first);
 
 /* The read/write family on a file fd (SP_FD_FILE in fl): to the helper
  * pool when offload is on for it, else libc's (file_offload.c). */

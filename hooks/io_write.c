@@ -68,14 +68,14 @@ static size_t write_size(const io_call_t *c)
     }
 }
 
-ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c)
+ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c,
+                       ssize_t first)
 {
     size_t want = write_size(c), sent = 0;
     write_rest_t *rest = NULL;
     uint64_t deadline = SP_HOOK_FD_DEADLINE;
     ssize_t ret;
-    for (;;) {
-        ssize_t n = call_libc(c);
+    for (ssize_t n = first;; n = call_libc(c)) {
         if (n > 0 && (size_t)n < want - sent) {
             sent += (size_t)n; /* partial write: send the rest */
             if (advance(c, (size_t)n, &rest) < 0) {
