@@ -129,16 +129,6 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
     int old_owner = 0;
     sp__spin_lock(&ctx->lock);
     sp__io_watch_t *w = ctx->watch[dir];
-    /* The common case first: a fiber of this worker waits again on its
-     * connection, whose watch is this worker's, idle and started; arming
-     * it is attach()'s stores. `started` is read only once the watch is
-     * known to be this thread's: only its owner's thread writes it. */
-    if (mine && w && !w->waiter && !w->call && w->owner == owner &&
-        w->iom == io && w->started) {
-        attach(ctx, w, dir, waiter, call, seq);
-        sp__spin_unlock(&ctx->lock);
-        return 0;
-    }
     if (w && (w->waiter || w->call)) {
         sp__spin_unlock(&ctx->lock);
         return -EEXIST;
@@ -188,6 +178,26 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
         w->started = true;
     }
     return 0;
+}
+
+/* The common case of a fiber's wait: a fiber of this worker waits again
+ * on its connection, whose watch is this worker's, idle and started;
+ * arming it is attach()'s stores. `started` is read only once the watch is
+ * known to be this thread's: only its owner's thread writes it. Inline in
+ * the waits, with arm() for the rest. */
+static inline int arm_wait(sp_iomanager_t *io, int owner, sp__fd_ctx_t *ctx, int fd,
+                           int dir, io_waiter_t *waiter, uint32_t *seq)
+{
+    sp__spin_lock(&ctx->lock);
+    sp__io_watch_t *w = ctx->watch[dir];
+    if (w && !w->waiter && !w->call && w->owner == owner && w->iom == io &&
+        w->started) {
+        attach(ctx, w, dir, waiter, NULL, seq);
+        sp__spin_unlock(&ctx->lock);
+        return 0;
+    }
+    sp__spin_unlock(&ctx->lock);
+    return arm(io, owner, true, ctx, fd, dir, waiter, NULL, seq);
 }
 
 /* Where one arming of a wait sits, to take it back. */
@@ -308,8 +318,7 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
             if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
                 continue;
             uint32_t seq = 0;
-            rc = ctxs[i] ? arm(io, owner, true, ctxs[i], wants[i].fd, dir,
-                               &waiter, NULL, &seq)
+            rc = ctxs[i] ? arm_wait(io, owner, ctxs[i], wants[i].fd, dir, &waiter, &seq)
                          : -EBADF;
             if (rc == 0)
                 armed[k++] = (armed_t){ctxs[i], dir, seq};
@@ -382,8 +391,7 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
     waiter.interrupted = false;
     armed_t armed = {ctx, event == SP_IO_WRITE, 0};
     waiter.armed = &armed;
-    int rc = arm(io, self->index, true, ctx, fd, armed.dir, &waiter, NULL,
-                 &armed.seq);
+    int rc = arm_wait(io, self->index, ctx, fd, armed.dir, &waiter, &armed.seq);
     rc = park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
     *interrupted = waiter.interrupted;
     return rc;
