@@ -91,46 +91,47 @@ static ssize_t hooked(io_call_t *c)
  * every request/response server): hooked_read's steps as a recv with no
  * flags (as_socket_call), without a dispatch on the call's kind at each
  * step; anything else as hooked() does. */
-static ssize_t stream_read(io_call_t *c)
+static ssize_t stream_read(int fd, void *buf, size_t len, io_op_t op)
 {
     const sp__hook_bridge_t *b;
     unsigned fl = 0;
-    sp__fd_ctx_t *ctx = sp__hook_managed(c->fd, &b, &fl);
+    sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
     if (!ctx || !(fl & SP_FD_STREAM))
-        return dispatch(b, ctx, fl, c);
+        return dispatch(b, ctx, fl, &(io_call_t){.op = op, .fd = fd, .buf = buf, .len = len});
     uint64_t deadline = SP_HOOK_FD_DEADLINE;
-    if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
+    if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, fd, SP_IO_READ, &deadline) < 0)
         return -1;
     for (;;) {
-        ssize_t n = sp__real()->recv(c->fd, c->buf, c->len, 0);
-        if (n > 0 && (size_t)n < c->len)
+        ssize_t n = sp__real()->recv(fd, buf, len, 0);
+        if (n > 0 && (size_t)n < len)
             b->fd_set_drained(ctx); /* as note_read */
         if (n >= 0 || errno != EAGAIN)
             return n;
-        if (sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
+        if (sp__hook_wait(b, ctx, fd, SP_IO_READ, &deadline) < 0)
             return -1;
     }
 }
 
 /* The same for write, or send with no flags: a send that takes every byte
  * is the whole call; the rest of the loop is sp__hook_write's. */
-static ssize_t stream_write(io_call_t *c)
+static ssize_t stream_write(int fd, const void *buf, size_t len, io_op_t op)
 {
     const sp__hook_bridge_t *b;
     unsigned fl = 0;
-    sp__fd_ctx_t *ctx = sp__hook_managed(c->fd, &b, &fl);
+    sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
+    io_call_t c = {.op = op, .fd = fd, .cbuf = buf, .len = len};
     if (!ctx || !(fl & SP_FD_STREAM))
-        return dispatch(b, ctx, fl, c);
-    ssize_t n = sp__real()->send(c->fd, c->cbuf, c->len, 0);
-    if (n >= 0 && (size_t)n == c->len)
+        return dispatch(b, ctx, fl, &c);
+    ssize_t n = sp__real()->send(fd, buf, len, 0);
+    if (n >= 0 && (size_t)n == len)
         return n;
-    io_call_t wc = {.op = OP_SEND, .fd = c->fd, .cbuf = c->cbuf, .len = c->len};
-    return sp__hook_write(b, ctx, &wc, n);
+    c.op = OP_SEND;
+    return sp__hook_write(b, ctx, &c, n);
 }
 
 ssize_t read(int fd, void *buf, size_t len)
 {
-    return stream_read(&(io_call_t){.op = OP_READ, .fd = fd, .buf = buf, .len = len});
+    return stream_read(fd, buf, len, OP_READ);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -140,8 +141,10 @@ ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-    io_call_t c = {.op = OP_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
-    return flags ? hooked(&c) : stream_read(&c);
+    if (!flags)
+        return stream_read(fd, buf, len, OP_RECV);
+    return hooked(&(io_call_t){.op = OP_RECV, .fd = fd, .buf = buf, .len = len,
+                               .flags = flags});
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -158,7 +161,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 
 ssize_t write(int fd, const void *buf, size_t len)
 {
-    return stream_write(&(io_call_t){.op = OP_WRITE, .fd = fd, .cbuf = buf, .len = len});
+    return stream_write(fd, buf, len, OP_WRITE);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -168,8 +171,10 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-    io_call_t c = {.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
-    return flags ? hooked(&c) : stream_write(&c);
+    if (!flags)
+        return stream_write(fd, buf, len, OP_SEND);
+    return hooked(&(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len,
+                               .flags = flags});
 }
 
 ssize_t sendto(int fd, const void *buf, size_t len, int flags,

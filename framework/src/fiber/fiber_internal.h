@@ -127,8 +127,15 @@ void sp__side_call(void (*fn)(void *), void *arg);
 sp__thread_t *sp__thread(void);
 /* sp__thread()'s first call on a thread: allocates its state. */
 sp__thread_t *sp__thread_first(void);
-/* Same, or NULL if not yet initialised; async-signal-safe. */
-sp__thread_t *sp__thread_peek(void);
+/* Same, or NULL if not yet initialised; async-signal-safe. Inline, for
+ * code that does not switch fibers (every hooked call asks): a fiber that
+ * switched may be on another thread, so the value is not kept across a
+ * switch. */
+extern _Thread_local sp__thread_t *sp__thread_self;
+static inline sp__thread_t *sp__thread_peek(void)
+{
+    return sp__thread_self;
+}
 uint64_t sp__fiber_next_id(sp__thread_t *t);
 
 /* How to switch: DONE, the caller never comes back; COLD, `to` has been

@@ -21,7 +21,7 @@ enum { ALTSTACK_BYTES = 64 * 1024 };
 /* Only a pointer is thread-local: it is built with the initial-exec TLS
  * model (one %fs-relative load, no __tls_get_addr call), and 8 bytes fit
  * glibc's static TLS reserve even when the library is dlopen()ed. */
-static _Thread_local sp__thread_t *self;
+_Thread_local sp__thread_t *sp__thread_self;
 static _Atomic uint64_t id_source = 1;
 static pthread_key_t fini_key;
 static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
@@ -59,7 +59,7 @@ static void thread_fini(void *p)
     sp__thread_t *t = p;
     sp_fiber_destroy(t->side); /* suspended between calls */
     altstack_fini(p);
-    self = NULL;
+    sp__thread_self = NULL;
     free(p);
 }
 
@@ -94,19 +94,14 @@ sp__thread_t *sp__thread_first(void)
     if (!t)
         abort(); /* no memory for the thread's first fiber call */
     thread_init(t);
-    self = t;
+    sp__thread_self = t;
     return t;
 }
 
 sp__thread_t *sp__thread(void)
 {
-    sp__thread_t *t = self;
+    sp__thread_t *t = sp__thread_self;
     return t ? t : sp__thread_first();
-}
-
-sp__thread_t *sp__thread_peek(void)
-{
-    return self;
 }
 
 uint64_t sp__fiber_next_id(sp__thread_t *t)
