@@ -121,13 +121,13 @@ def _saved_regs(f):
 
 def running_thread(f):
     """The gdb thread whose current fiber is f (read from each thread's
-    spindle state, fiber/thread.c's thread-local `self`), or None."""
+    spindle state, the thread-local sp__thread_self), or None."""
     here = gdb.selected_thread()
     try:
         for th in gdb.selected_inferior().threads():
             th.switch()
             try:
-                t = gdb.parse_and_eval("'thread.c'::self")
+                t = gdb.parse_and_eval("sp__thread_self")
                 if int(t) != 0 and int(t["current"]) == int(f):
                     return th
             except gdb.error:
