@@ -119,14 +119,13 @@ static ssize_t stream_write(int fd, const void *buf, size_t len, io_op_t op)
     const sp__hook_bridge_t *b;
     unsigned fl = 0;
     sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
-    io_call_t c = {.op = op, .fd = fd, .cbuf = buf, .len = len};
     if (!ctx || !(fl & SP_FD_STREAM))
-        return dispatch(b, ctx, fl, &c);
+        return dispatch(b, ctx, fl, &(io_call_t){.op = op, .fd = fd, .cbuf = buf, .len = len});
     ssize_t n = sp__real()->send(fd, buf, len, 0);
     if (n >= 0 && (size_t)n == len)
         return n;
-    c.op = OP_SEND;
-    return sp__hook_write(b, ctx, &c, n);
+    return sp__hook_write(b, ctx, &(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len},
+                          n);
 }
 
 ssize_t read(int fd, void *buf, size_t len)

@@ -71,9 +71,9 @@ static void switch_done(void *asan_fake_stack)
     (void)asan_fake_stack;
 #endif
     if (t->after_switch) {
-        void (*fn)(struct sp_fiber *) = t->after_switch;
+        void (*fn)(struct sp__thread *, struct sp_fiber *) = t->after_switch;
         t->after_switch = NULL;
-        fn(t->prev);
+        fn(t, t->prev);
     }
     *t->errno_at = t->current->saved_errno;
 }

@@ -101,7 +101,7 @@ typedef struct sp__thread {
     struct sp_fiber *prev; /* the fiber being switched away from */
     /* Set just before a switch: run once on the side switched to, with the
      * fiber switched away from (whose context is saved by then). */
-    void (*after_switch)(struct sp_fiber *prev);
+    void (*after_switch)(struct sp__thread *t, struct sp_fiber *prev);
     void *worker;          /* scheduler worker run by this thread, or NULL */
     /* This thread's errno, found once: a switch saves and restores it
      * (errno is per fiber) with a load and a store, no call. */

@@ -516,9 +516,9 @@ static struct sp_fiber *current_task(const sp__thread_t *t)
  * watches (it tracks one task per run_task); from the unlocked queue, only
  * until the loop's turn to poll (every SP_TICK_TASKS tasks). */
 
-static void finish_handoff(struct sp_fiber *prev)
+static void finish_handoff(sp__thread_t *t, struct sp_fiber *prev)
 {
-    after_run(sp__thread()->worker, prev);
+    after_run(t->worker, prev);
 }
 
 /* The fiber to hand the thread to, and how to switch to it: the rest of a
