@@ -142,6 +142,8 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     if (!flags)
         return stream_read(fd, buf, len, OP_RECV);
+    if (flags & MSG_DONTWAIT) /* never parks: libc's as it is (hooked) */
+        return sp__real()->recv(fd, buf, len, flags);
     return hooked(&(io_call_t){.op = OP_RECV, .fd = fd, .buf = buf, .len = len,
                                .flags = flags});
 }
@@ -172,6 +174,8 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     if (!flags)
         return stream_write(fd, buf, len, OP_SEND);
+    if (flags & MSG_DONTWAIT)
+        return sp__real()->send(fd, buf, len, flags);
     return hooked(&(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len,
                                .flags = flags});
 }
