@@ -51,6 +51,12 @@ static inline sp__fd_ctx_t *sp__fd_ctx_known(int fd)
                                               memory_order_acquire);
     return chunk ? &chunk[fd & (SP_FD_CHUNK - 1)] : NULL;
 }
+/* sp__fd_ctx(), inline for an fd the process has used before. */
+static inline sp__fd_ctx_t *sp__fd_ctx_get(int fd)
+{
+    sp__fd_ctx_t *c = sp__fd_ctx_known(fd);
+    return c ? c : sp__fd_ctx(fd);
+}
 /* The entry's flags, read from the kernel first unless already valid.
  * Takes the lock only on that first read. */
 unsigned sp__fd_ctx_load(sp__fd_ctx_t *c, int fd);
@@ -86,8 +92,8 @@ bool sp__fd_make_nonblocking(sp__fd_ctx_t *c, int fd);
  * entry's first use), or NULL as for sp__fd_ctx(). */
 static inline sp__fd_ctx_t *sp__fd_ctx_flags(int fd, unsigned *flags)
 {
-    sp__fd_ctx_t *c = sp__fd_ctx_known(fd);
-    if (!c && !(c = sp__fd_ctx(fd)))
+    sp__fd_ctx_t *c = sp__fd_ctx_get(fd);
+    if (!c)
         return NULL;
     unsigned fl = atomic_load_explicit(&c->flags, memory_order_acquire);
     *flags = fl & SP_FD_VALID ? fl : sp__fd_ctx_load(c, fd);

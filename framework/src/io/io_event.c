@@ -346,7 +346,7 @@ static int wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us,
     if (n > 4 && !(ctxs = malloc(sizeof *ctxs * (size_t)n)))
         return -ENOMEM;
     for (int i = 0; i < n; i++)
-        ctxs[i] = sp__fd_ctx(wants[i].fd);
+        ctxs[i] = sp__fd_ctx_get(wants[i].fd);
     rc = wait_on(io, sp__sched_self(&io->s)->index, wants, ctxs, n, timeout_us,
                  interrupted);
     if (ctxs != few)
@@ -437,7 +437,7 @@ int sp_io_wait(int fd, int event, int64_t timeout_us)
 
 int sp_io_add(sp_iomanager_t *io, int fd, int event, sp_io_fn fn, void *arg)
 {
-    sp__fd_ctx_t *ctx = sp__fd_ctx(fd);
+    sp__fd_ctx_t *ctx = sp__fd_ctx_get(fd);
     if (!io || !fn || !ctx || (event != SP_IO_READ && event != SP_IO_WRITE))
         return -EINVAL;
     /* Allocated here, where failing is an answer, not in the loop: the

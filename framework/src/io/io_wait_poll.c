@@ -11,7 +11,7 @@ int sp__io_wait_or_poll(int fd, int event, int64_t timeout_us)
 {
     if (event != SP_IO_READ && event != SP_IO_WRITE)
         return -EINVAL;
-    int rc = sp__io_wait_fd(sp__fd_ctx(fd), fd, event, timeout_us);
+    int rc = sp__io_wait_fd(sp__fd_ctx_get(fd), fd, event, timeout_us);
     if (rc != -EPERM)
         return rc;
     struct pollfd p = {fd, (short)(event == SP_IO_READ ? POLLIN : POLLOUT), 0};
