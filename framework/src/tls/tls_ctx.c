@@ -146,6 +146,29 @@ static int ctx_client(const sp_tls_config_t *cfg, SSL_CTX *ctx)
                                                                       : refused("bad CA file");
 }
 
+/* OpenSSL 3.0 decodes a certificate's extensions on its first use in a
+ * verification or chain build and keeps them in the certificate, and two
+ * threads doing so at once race: one frees what the other reads
+ * (ThreadSanitizer showed it in test_https_client: 16 fibers on two
+ * threads verifying against one CA). Every certificate the SSL_CTX holds
+ * is decoded here, before any handshake can share it; ones the system
+ * store loads later from its directory still are on first use. */
+static void decode_extensions(SSL_CTX *ctx)
+{
+    STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+    for (int i = 0; i < sk_X509_OBJECT_num(objs); i++) {
+        X509 *x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+        if (x)
+            X509_check_purpose(x, -1, 0);
+    }
+    if (SSL_CTX_get0_certificate(ctx))
+        X509_check_purpose(SSL_CTX_get0_certificate(ctx), -1, 0);
+    STACK_OF(X509) *chain = NULL;
+    if (SSL_CTX_get0_chain_certs(ctx, &chain) == 1)
+        for (int i = 0; i < sk_X509_num(chain); i++)
+            X509_check_purpose(sk_X509_value(chain, i), -1, 0);
+}
+
 static int ctx_make(const sp_tls_config_t *cfg, sp__tls_gen_t *g, int i)
 {
     SSL_CTX *ctx = SSL_CTX_new(cfg->server ? TLS_server_method() : TLS_client_method());
@@ -157,7 +180,10 @@ static int ctx_make(const sp_tls_config_t *cfg, sp__tls_gen_t *g, int i)
     int rc = ctx_common(cfg, ctx);
     if (rc)
         return rc;
-    return cfg->server ? ctx_server(cfg, &cfg->certs[i], g, ctx) : ctx_client(cfg, ctx);
+    rc = cfg->server ? ctx_server(cfg, &cfg->certs[i], g, ctx) : ctx_client(cfg, ctx);
+    if (!rc)
+        decode_extensions(ctx);
+    return rc;
 }
 
 int sp__tls_gen_build(const sp_tls_config_t *cfg, sp__tls_gen_t **out)
