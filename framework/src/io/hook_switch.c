@@ -21,7 +21,7 @@ static inline bool hooks_on(const sp__thread_t *t)
     if (!t || t->hooks_off || !t->worker)
         return false;
     const sp__worker_t *w = t->worker;
-    return w->s->has_io && t->current != &t->root && t->current->sched;
+    return w->s->has_io && t->current->sched; /* the root fiber has none */
 }
 
 bool sp_hook_is_enabled(void)
