@@ -49,8 +49,8 @@ static void as_socket_call(io_call_t *c, unsigned fl)
 /* The read family on a managed socket whose flags the call's lookup read
  * (fl): after the kernel call the fd's entry is likely cold again, so it
  * is not read a second time. */
-static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx,
-                           unsigned fl, io_call_t *c)
+static ssize_t hooked_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
+                           io_call_t *c)
 {
     uint64_t deadline = SP_HOOK_FD_DEADLINE;
     if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, c->fd, SP_IO_READ, &deadline) < 0)
@@ -142,7 +142,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     if (!flags)
         return stream_read(fd, buf, len, OP_RECV);
-    if (flags & MSG_DONTWAIT) /* never parks: libc's as it is (hooked) */
+    if (flags & MSG_DONTWAIT) /* never parks: libc's call, as hooked() makes it */
         return sp__real()->recv(fd, buf, len, flags);
     return hooked(&(io_call_t){.op = OP_RECV, .fd = fd, .buf = buf, .len = len,
                                .flags = flags});
