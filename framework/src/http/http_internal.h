@@ -171,6 +171,7 @@ typedef struct sp__http_out {
     bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
     uint64_t until_ns;  /* no wait goes past it (sp_now_ns clock); 0 none */
     uint64_t written;   /* bytes sent, all told */
+    unsigned waits;     /* waits for the socket to take bytes, all told */
 } sp__http_out_t;
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
@@ -309,6 +310,11 @@ static inline void sp__http_count(sp_http_server_t *srv, int which, uint64_t n)
 {
     sp__slots_add(&srv->n, (size_t)which, n);
 }
+
+/* The access log's line for an answer (http_access.c): its status, the
+ * body bytes sent, and the time since the request's first byte. */
+void sp__http_log_access(sp_http_server_t *srv, const sp_http_request_t *req, int status,
+                         uint64_t sent, uint64_t start_ns);
 
 /* The TCP server's connection handler (arg: the sp_http_server_t). */
 void sp__http_serve(int fd, const sp_addr_t *peer, void *arg);

@@ -238,7 +238,9 @@ static int on_message_complete(http_parser *p)
 {
     sp_http_request_t *r = req_of(p);
     r->complete = true;
-    http_parser_pause(p, 1);
+    /* What http_parser_pause(p, 1) does, without the call (and the one to
+     * unpause after the feed): the field is the parser's public state. */
+    p->http_errno = HPE_PAUSED;
     return 0;
 }
 
@@ -419,7 +421,7 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     size_t used = http_parser_execute(&r->parser, &settings, p, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
     if (e == HPE_PAUSED) {
-        http_parser_pause(&r->parser, 0);
+        r->parser.http_errno = HPE_OK;
         e = HPE_OK;
     }
     /* The framing bytes after the last body data, up to where the parser
