@@ -516,7 +516,7 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->req.peer = peer;
     c->req.body_pool = &srv->body_bytes;
     c->req.streaming = srv->opts.stream_bodies;
-    sp__http_res_init(&c->res, &c->out, srv->server_line, &srv->stopping);
+    sp__http_res_init(&c->res, &c->out, srv);
     c->deadline = sp__http_deadline_new(fd);
 }
 

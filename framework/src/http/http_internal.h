@@ -141,6 +141,30 @@ int sp__http_check_headers(sp_http_request_t *r);
 /* A value loses its trailing blanks (http-parser drops the leading ones). */
 void sp__http_trim_value(char *v);
 
+/* Whether every byte c of s[0, n) has `bit` in table[c]: four bytes a
+ * step, their lookups ANDed, so one branch covers four (headers and
+ * targets are checked byte by byte on every request). */
+static inline bool sp__http_all_have(const unsigned char *table, const char *s, size_t n,
+                                     unsigned char bit)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        if (!(table[u[i]] & table[u[i + 1]] & table[u[i + 2]] & table[u[i + 3]] & bit))
+            return false;
+    unsigned char all = bit;
+    for (; i < n; i++)
+        all &= table[u[i]];
+    return all;
+}
+/* Byte classes (http_request.c): TCHAR, the RFC 7230 tchar, visible ASCII
+ * but the separators "(),/:;<=>?@[\]{}; PLAIN, a byte an origin-form
+ * target may hold and still be its own path (not a control, escape, query
+ * or fragment); HOST, of a Host value; VALUE, of a response's header value
+ * (not NUL, CR or LF). */
+enum { SP__HTTP_TCHAR = 1, SP__HTTP_PLAIN = 2, SP__HTTP_HOST = 4, SP__HTTP_VALUE = 8 };
+extern const unsigned char sp__http_byte_class[256];
+
 /* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
 bool sp__http_is_token(const char *s);
 /* strlen(s) if s is a token, else 0. */
@@ -228,6 +252,7 @@ struct sp_http_response {
     sp__http_out_t *out;
     const char *server_line; /* "Server: spindle\r\n" or "" */
     size_t server_len;       /* strlen(server_line) */
+    unsigned server_id;      /* the server's id */
     /* The server's: an answer laid out after a stop began says
      * "Connection: close" (the connection closes after it). */
     const _Atomic bool *stopping;
@@ -248,7 +273,7 @@ struct sp_http_response {
 };
 
 void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
-                       const char *server_line, const _Atomic bool *stopping);
+                       const sp_http_server_t *srv);
 void sp__http_res_reset(sp_http_response_t *res);
 void sp__http_res_free(sp_http_response_t *res);
 /* After the handler: put the whole response (or the end of a streamed one)
@@ -269,6 +294,13 @@ int sp__http_router_add_owned(sp_http_router_t *r, sp_http_match_t kind,
  * rebuilt at most once a second; valid until the thread's next call. */
 #define SP__HTTP_DATE_LINE_LEN (sizeof "Date: \r\n" - 1 + SP__HTTP_DATE_LEN)
 const char *sp__http_date_line(void);
+#define SP__HTTP_OK_LINE "HTTP/1.1 200 OK\r\n"
+#define SP__HTTP_SERVER_LINE_MAX (sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX)
+/* SP__HTTP_OK_LINE, the server's line (server_len bytes; `server`: the
+ * server's id, never 0) and the Date line, in one string of *len bytes
+ * kept per thread. */
+const char *sp__http_ok_head(const char *server_line, size_t server_len, unsigned server,
+                             size_t *len);
 void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
 /* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
 time_t sp__http_date_parse(const char *s);
@@ -285,7 +317,8 @@ struct sp_http_server {
     /* The timeouts sp_http_server_set_timeouts() may change while the
      * server runs; connections read these, not opts. */
     _Atomic int64_t header_timeout_us, keepalive_timeout_us;
-    char server_line[sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX];
+    char server_line[SP__HTTP_SERVER_LINE_MAX];
+    unsigned id; /* for sp__http_ok_head(): never 0, none the same */
     sp_logger_t *access; /* NULL unless opts.access_log */
     _Atomic bool stopping;
     _Atomic int conns;

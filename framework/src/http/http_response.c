@@ -21,13 +21,14 @@ enum { COPY_MAX = 16 * 1024, FLUSH_AT = 64 * 1024 };
 typedef enum { BY_LENGTH, BY_CHUNKS, BY_CLOSE, NO_BODY } framing_t;
 
 void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
-                       const char *server_line, const _Atomic bool *stopping)
+                       const sp_http_server_t *srv)
 {
     memset(res, 0, sizeof *res);
     res->out = out;
-    res->server_line = server_line;
-    res->server_len = strlen(server_line);
-    res->stopping = stopping;
+    res->server_line = srv->server_line;
+    res->server_len = strlen(srv->server_line);
+    res->server_id = srv->id;
+    res->stopping = &srv->stopping;
     sp_buf_init(&res->head);
     sp_buf_init(&res->body);
     sp__http_res_reset(res);
@@ -117,15 +118,11 @@ bool sp_http_response_started(const sp_http_response_t *res)
     return res->started;
 }
 
-/* strlen(s) if s holds no CR or LF, else -1. One table lookup a byte:
- * handlers add a header or two to every response. */
+/* strlen(s) if s holds no CR or LF, else -1. */
 static ssize_t value_len(const char *s)
 {
-    static const bool stop[256] = {[0] = true, ['\r'] = true, ['\n'] = true};
-    size_t n = 0;
-    while (!stop[(unsigned char)s[n]])
-        n++;
-    return s[n] ? -1 : (ssize_t)n;
+    size_t n = strlen(s);
+    return sp__http_all_have(sp__http_byte_class, s, n, SP__HTTP_VALUE) ? (ssize_t)n : -1;
 }
 
 /* A header the server writes itself; n = strlen(name). */
@@ -268,16 +265,27 @@ int sp_http_response_error(sp_http_response_t *res, int status, const char *name
 
 /* ---- laying out ----------------------------------------------------------- */
 
+/* v in decimal at p; its end. Digits are written from the last, two at a
+ * time (a division each pair): every answer carries a length. */
 static char *put_u64(char *p, uint64_t v)
 {
-    char tmp[20];
-    int n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10));
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                                "25262728293031323334353637383940414243444546474849"
+                                "50515253545556575859606162636465666768697071727374"
+                                "75767778798081828384858687888990919293949596979899";
+    size_t digits = 1;
+    for (uint64_t t = 10; digits < 20 && v >= t; t *= 10)
+        digits++;
+    char *end = p + digits;
+    for (p = end; v >= 100; v /= 100) {
+        p -= 2;
+        memcpy(p, pairs + 2 * (v % 100), 2);
+    }
+    if (v >= 10)
+        memcpy(p - 2, pairs + 2 * v, 2);
+    else
+        p[-1] = (char)('0' + v);
+    return end;
 }
 
 static char *put(char *p, const char *s, size_t n)
@@ -291,8 +299,6 @@ static char *put(char *p, const char *s, size_t n)
 
 static char *put_status_line(char *p, int status)
 {
-    if (status == 200)
-        return PUT_LIT(p, "HTTP/1.1 200 OK\r\n");
     p = PUT_LIT(p, "HTTP/1.1 ");
     p = put_u64(p, (uint64_t)status);
     *p++ = ' ';
@@ -310,9 +316,15 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     if (!p)
         return -ENOMEM;
     char *start = p;
-    p = put_status_line(p, res->status);
-    p = put(p, res->server_line, server);
-    p = put(p, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
+    if (res->status == 200) {
+        size_t n;
+        const char *ok = sp__http_ok_head(res->server_line, server, res->server_id, &n);
+        p = put(p, ok, n);
+    } else {
+        p = put_status_line(p, res->status);
+        p = put(p, res->server_line, server);
+        p = put(p, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
+    }
     p = put(p, sp__buf_data(&res->head), user);
     if (how == BY_LENGTH && !res->has_length) {
         p = PUT_LIT(p, "Content-Length: ");
