@@ -410,14 +410,13 @@ int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
 
 static void prepare_response(sp__http_conn_t *c)
 {
-    sp_http_response_t *res = &c->res;
-    sp__http_res_reset(res);
+    sp_http_response_t *res = &c->res; /* reset: by init or forget_request() */
     res->version = c->req.version ? c->req.version : 11;
     /* The method is known once the request line is (an error in the
      * headers still answers a HEAD without a body). */
     bool method_known = c->req.target_done || c->req.target_len;
     res->head_only = method_known && c->req.parser.method == HTTP_HEAD;
-    res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req);
+    res->close = !c->req.headers_done || !sp__http_keeps_alive(&c->req);
 }
 
 /* After finish(): the response is laid out into the output, so the

@@ -116,6 +116,12 @@ static inline bool sp__http_named_n(const char *name, size_t n, const char *lowe
     return true;
 }
 
+/* sp_http_request_keep_alive(), inline for the connection's own use. */
+static inline bool sp__http_keeps_alive(const sp_http_request_t *r)
+{
+    return r->keep_alive && !r->upgrade;
+}
+
 /* Stop the parser with this status: returning non-zero from a callback
  * makes http_parser_execute fail with HPE_CB_*. */
 static inline int sp__http_fail(sp_http_request_t *r, int status)

@@ -413,7 +413,7 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     r->scan = p;
     r->feed_end = p ? p + n : p; /* NULL, 0: the end of the stream */
     r->head_end = NULL;
-    if (sp__http_check_crlf_due(r, p, p + n) < 0) {
+    if (r->crlf_due && sp__http_check_crlf_due(r, p, p + n) < 0) {
         *state = SP__HTTP_FAILED;
         return 0;
     }

@@ -329,7 +329,7 @@ int sp_http_request_version(const sp_http_request_t *req)
 
 bool sp_http_request_keep_alive(const sp_http_request_t *req)
 {
-    return req->keep_alive && !req->upgrade;
+    return sp__http_keeps_alive(req);
 }
 
 const sp_addr_t *sp_http_request_peer(const sp_http_request_t *req)
