@@ -179,9 +179,9 @@ static int append_header(sp_http_response_t *res, const char *name,
     char *dst = sp__buf_reserve(&res->head, n + v + 4);
     if (!dst)
         return -ENOMEM;
-    memcpy(dst, name, n);
+    sp__copy(dst, name, n);
     memcpy(dst + n, ": ", 2);
-    memcpy(dst + n + 2, value, v);
+    sp__copy(dst + n + 2, value, v);
     memcpy(dst + n + 2 + v, "\r\n", 2);
     sp__buf_commit(&res->head, n + v + 4);
     res->has_length |= is_length;
@@ -290,8 +290,7 @@ static char *put_u64(char *p, uint64_t v)
 
 static char *put(char *p, const char *s, size_t n)
 {
-    if (n) /* s may be an empty buffer's NULL */
-        memcpy(p, s, n);
+    sp__copy(p, s, n); /* s may be an empty buffer's NULL when n is 0 */
     return p + n;
 }
 
