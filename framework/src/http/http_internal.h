@@ -184,7 +184,11 @@ bool sp__http_has_control(const char *t, size_t n);
 bool sp__http_field_value_ok(const char *v);
 /* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
  * it in nheaders or nparams. */
-int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);
+static inline int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
+{
+    sp__http_kv_t kv = {name, value};
+    return sp__buf_append(&r->kvs, &kv, sizeof kv);
+}
 static inline sp__http_kv_t *sp__http_kv(const sp_http_request_t *r)
 {
     return (sp__http_kv_t *)(void *)sp__buf_data(&r->kvs);

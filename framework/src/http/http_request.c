@@ -55,12 +55,6 @@ bool sp__http_is_token(const char *s)
     return sp__http_token_len(s) > 0;
 }
 
-int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
-{
-    sp__http_kv_t kv = {name, value};
-    return sp__buf_append(&r->kvs, &kv, sizeof kv);
-}
-
 static int hex(char c)
 {
     if (c >= '0' && c <= '9')
