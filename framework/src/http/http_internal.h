@@ -149,19 +149,23 @@ void sp__http_trim_value(char *v);
 
 /* Whether every byte c of s[0, n) has `bit` in table[c]: four bytes a
  * step, their lookups ANDed, so one branch covers four (headers and
- * targets are checked byte by byte on every request). */
+ * targets are checked byte by byte on every request); the last step ends
+ * at s[n - 1], overlapping the one before, so no byte is left over. */
 static inline bool sp__http_all_have(const unsigned char *table, const char *s, size_t n,
                                      unsigned char bit)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        if (!(table[u[i]] & table[u[i + 1]] & table[u[i + 2]] & table[u[i + 3]] & bit))
+    if (n < 4) {
+        unsigned char all = bit;
+        for (size_t i = 0; i < n; i++)
+            all &= table[u[i]];
+        return all;
+    }
+    const unsigned char *last = u + n - 4;
+    for (; u < last; u += 4)
+        if (!(table[u[0]] & table[u[1]] & table[u[2]] & table[u[3]] & bit))
             return false;
-    unsigned char all = bit;
-    for (; i < n; i++)
-        all &= table[u[i]];
-    return all;
+    return table[last[0]] & table[last[1]] & table[last[2]] & table[last[3]] & bit;
 }
 /* Byte classes (http_request.c): TCHAR, the RFC 7230 tchar, visible ASCII
  * but the separators "(),/:;<=>?@[\]{}; PLAIN, a byte an origin-form
