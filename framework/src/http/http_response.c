@@ -307,11 +307,13 @@ static char *put_status_line(char *p, int status)
 }
 
 /* Status line, the server's headers, the handler's, framing, blank line:
- * into the output buffer. */
-static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
+ * into the output buffer, followed by the `copy` bytes at body (a small
+ * buffered body, laid out with its head). */
+static int put_head(sp_http_response_t *res, framing_t how, uint64_t len, const char *body,
+                    size_t copy)
 {
     size_t server = res->server_len, user = sp__buf_len(&res->head);
-    char *p = sp__buf_reserve(&res->out->buf, 200 + server + user);
+    char *p = sp__buf_reserve(&res->out->buf, 200 + server + user + copy);
     if (!p)
         return -ENOMEM;
     char *start = p;
@@ -338,6 +340,7 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     else if (res->version == 10)
         p = PUT_LIT(p, "Connection: keep-alive\r\n");
     p = PUT_LIT(p, "\r\n");
+    p = put(p, body, copy);
     sp__buf_commit(&res->out->buf, (size_t)(p - start));
     return 0;
 }
@@ -370,7 +373,7 @@ static int start_stream(sp_http_response_t *res)
                     : res->has_length        ? BY_LENGTH
                     : res->version == 11     ? BY_CHUNKS
                                              : BY_CLOSE;
-    int rc = put_head(res, how, 0);
+    int rc = put_head(res, how, 0, NULL, 0);
     if (rc < 0)
         return rc;
     res->started = true;
@@ -415,7 +418,7 @@ int sp_http_response_sendfile(sp_http_response_t *res, int file_fd, off_t offset
     if (sp__buf_len(&res->body) || (res->has_length && res->length != len))
         return -EINVAL;
     framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
-    int rc = put_head(res, how, len);
+    int rc = put_head(res, how, len, NULL, 0);
     if (rc < 0)
         return rc;
     res->started = true;
@@ -436,10 +439,15 @@ static bool finish_buffered(sp_http_response_t *res)
         !has_no_body(res->status))
         sp_http_response_error(res, 500, NULL, NULL);
     framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
-    if (put_head(res, how, n) < 0)
+    /* A small body goes out with the head (what emit() would do). */
+    bool with_head = n <= COPY_MAX && how == BY_LENGTH && !res->head_only;
+    const char *body = sp__buf_data(&res->body);
+    if (put_head(res, how, n, body, with_head ? n : 0) < 0)
         return false;
     res->started = true;
-    if (emit(res, sp__buf_data(&res->body), n) < 0)
+    if (with_head)
+        res->sent = n;
+    else if (emit(res, body, n) < 0)
         return false;
     return sp__buf_len(&res->out->buf) < FLUSH_AT ||
            sp__http_out_flush(res->out, NULL, 0) == 0;
