@@ -93,9 +93,10 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
 /* Give the memory charge of the body bytes held back to the pool (after
  * they were cleared, or with the request). */
 void sp__http_body_release(sp_http_request_t *r);
-/* Decode target, path and query parameters after the headers; 0 or 400. */
-int sp__http_req_decode_target(sp_http_request_t *r);
-const char *sp__http_req_str(const sp_http_request_t *r, size_t off);
+static inline const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
+{
+    return sp__buf_data(&r->text) + off;
+}
 /* Whether a header name is `lower` (given in lower case): the first byte
  * decides most comparisons without a call. */
 static inline bool sp__http_named(const char *name, const char *lower)
@@ -174,6 +175,23 @@ static inline bool sp__http_all_have(const unsigned char *table, const char *s, 
  * (not NUL, CR or LF). */
 enum { SP__HTTP_TCHAR = 1, SP__HTTP_PLAIN = 2, SP__HTTP_HOST = 4, SP__HTTP_VALUE = 8 };
 extern const unsigned char sp__http_byte_class[256];
+
+/* sp__http_req_decode_target() for any target but a plain path. */
+int sp__http_req_decode_other_target(sp_http_request_t *r);
+/* Decode target, path and query parameters after the headers; 0 or 400.
+ * The usual target, "/path" with nothing to decode and no query, is its
+ * own path, and the NUL that ends it an empty query: nothing to copy. */
+static inline int sp__http_req_decode_target(sp_http_request_t *r)
+{
+    const char *t = sp__http_req_str(r, 0);
+    size_t tl = r->target_len;
+    if (!tl || t[0] != '/' ||
+        !sp__http_all_have(sp__http_byte_class, t + 1, tl - 1, SP__HTTP_PLAIN))
+        return sp__http_req_decode_other_target(r);
+    r->path = 0;
+    r->query = tl;
+    return 0;
+}
 
 /* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
 bool sp__http_is_token(const char *s);

@@ -8,11 +8,6 @@
 
 #include "http_internal.h"
 
-const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
-{
-    return sp__buf_data(&r->text) + off;
-}
-
 /* Byte classes (SP__HTTP_*), looked up for every byte of every header
  * name and value and of every target. HOST: an RFC 3986 reg-name byte
  * (unreserved, sub-delims, '%'), or of a port or an IP literal: ':', '['
@@ -182,25 +177,10 @@ bool sp__http_field_value_ok(const char *v)
     return true;
 }
 
-/* The usual target, "/path" with nothing to decode and no query, is its
- * own path, and the NUL that ends it an empty query: nothing to copy. */
-static bool plain_path(sp_http_request_t *r, const char *t, size_t tl)
-{
-    if (!tl || t[0] != '/')
-        return false;
-    if (!sp__http_all_have(sp__http_byte_class, t + 1, tl - 1, SP__HTTP_PLAIN))
-        return false;
-    r->path = 0;
-    r->query = tl;
-    return true;
-}
-
-int sp__http_req_decode_target(sp_http_request_t *r)
+int sp__http_req_decode_other_target(sp_http_request_t *r)
 {
     const char *t = sp__http_req_str(r, 0);
     size_t tl = r->target_len;
-    if (plain_path(r, t, tl))
-        return 0;
     size_t poff = 0, plen = tl, qoff = 0, qlen = 0;
     if (sp__http_has_control(t, tl))
         return 400;
