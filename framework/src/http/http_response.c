@@ -118,13 +118,6 @@ bool sp_http_response_started(const sp_http_response_t *res)
     return res->started;
 }
 
-/* strlen(s) if s holds no CR or LF, else -1. */
-static ssize_t value_len(const char *s)
-{
-    size_t n = strlen(s);
-    return sp__http_all_have(sp__http_byte_class, s, n, SP__HTTP_VALUE) ? (ssize_t)n : -1;
-}
-
 /* A header the server writes itself; n = strlen(name). */
 static bool server_owned(const char *name, size_t n)
 {
@@ -152,18 +145,19 @@ static int parse_length(const char *v, uint64_t *out)
     return 0;
 }
 
-/* Whether the handler may add this header now: 0 or the -errno. */
-/* Lengths of a header the handler may set, or a negative errno. */
-static int header_allowed(const sp_http_response_t *res, const char *name,
-                          const char *value, size_t *n, size_t *v)
+/* Whether the handler may add this header now (0 or the -errno), and the
+ * lengths of its name (a token) and value (no CR or LF). Inline, its
+ * checks too: handlers add a header or two to every response. */
+static inline int header_allowed(const sp_http_response_t *res, const char *name,
+                                 const char *value, size_t *n, size_t *v)
 {
     if (res->started)
         return -EALREADY;
-    ssize_t vl = value_len(value);
-    *n = sp__http_token_len(name);
-    if (!*n || vl < 0)
+    *n = strlen(name);
+    *v = strlen(value);
+    if (!*n || !sp__http_all_have(sp__http_byte_class, name, *n, SP__HTTP_TCHAR) ||
+        !sp__http_all_have(sp__http_byte_class, value, *v, SP__HTTP_VALUE))
         return -EINVAL;
-    *v = (size_t)vl;
     if (server_owned(name, *n))
         return -EPERM;
     return 0;
