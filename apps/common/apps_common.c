@@ -12,24 +12,32 @@
 #include <spindle/tcp_server.h>
 #include <errno.h>
 
+/* A fixed answer, its body's length counted once. */
 typedef struct fixed {
     const char *type, *body;
+    size_t len;
 } fixed_t;
 
-static const fixed_t plaintext = {"text/plain", "Hello, World!"};
-static const fixed_t json = {"application/json", "{\"message\":\"Hello, World!\"}"};
+#define FIXED(type, body) {type, body, sizeof body - 1}
+static const fixed_t plaintext = FIXED("text/plain", "Hello, World!");
+static const fixed_t json = FIXED("application/json", "{\"message\":\"Hello, World!\"}");
+
+static int answer_n(sp_http_response_t *res, const char *type, const char *body, size_t len)
+{
+    int rc = sp_http_response_add_header(res, "Content-Type", type);
+    return rc < 0 ? rc : sp_http_response_set_body(res, body, len);
+}
 
 int app_answer(sp_http_response_t *res, const char *type, const char *body)
 {
-    int rc = sp_http_response_add_header(res, "Content-Type", type);
-    return rc < 0 ? rc : sp_http_response_set_body(res, body, strlen(body));
+    return answer_n(res, type, body, strlen(body));
 }
 
 static int fixed_answer(sp_http_request_t *req, sp_http_response_t *res, void *arg)
 {
     (void)req;
     const fixed_t *f = arg;
-    return app_answer(res, f->type, f->body);
+    return answer_n(res, f->type, f->body, f->len);
 }
 
 void app_add_hello_routes(sp_http_router_t *r)

@@ -231,6 +231,30 @@ START_TEST(host_value_checked)
 }
 END_TEST
 
+/* A bad byte anywhere in a header name or a Host value, whatever their
+ * lengths (the checks read four bytes a step, the last step overlapping
+ * the one before). */
+START_TEST(bad_byte_at_every_position)
+{
+    char req[160], name[24], host[24];
+    for (size_t n = 1; n < 20; n++)
+        for (size_t bad = 0; bad <= n; bad++) {
+            memset(name, 'n', n);
+            memset(host, 'h', n);
+            name[n] = host[n] = '\0';
+            if (bad < n) {
+                name[bad] = ' ';
+                host[bad] = '/';
+            }
+            int want = bad < n ? 400 : 200;
+            snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: t\r\n%s: v\r\n\r\n", name);
+            ck_assert_int_eq(status_of(req), want);
+            snprintf(req, sizeof req, "GET /hello HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+            ck_assert_int_eq(status_of(req), want);
+        }
+}
+END_TEST
+
 /* A bare CR or LF in a header value, wherever it falls in the head (the
  * check reads it eight bytes at a time, then the tail byte by byte). */
 START_TEST(line_ends_checked_at_every_offset)
@@ -359,7 +383,8 @@ int main(void)
     ADD_CASE(s, "parse", setup_default, server_stop, request_fields_decoded,
              header_lookup_case_insensitive, request_split_into_single_bytes,
              chunked_request_body, malformed_requests_400, verdict_independent_of_segmentation,
-             smuggling_framing_400, host_value_checked, line_ends_checked_at_every_offset,
+             smuggling_framing_400, host_value_checked, bad_byte_at_every_position,
+             line_ends_checked_at_every_offset,
              head_errors_have_no_body,
              limits_414_431_413);
     ADD_CASE(s, "no_body", setup_no_body, server_stop, no_body_refuses_every_body);

@@ -535,12 +535,55 @@ START_TEST(httpd_ws_echo_with_python)
 }
 END_TEST
 
+/* Two servers on one thread, each answer with its own Server line (the
+ * start of a 200 is kept per thread: it must not mix them up). */
+static sp_http_server_t *named_server(sp_iomanager_t *io, const char *name, sp_addr_t *a)
+{
+    sp_http_server_opts_t o = {.server_name = name};
+    sp_http_server_t *srv = sp_http_server_create(io, sp_http_router_dispatch, S.router, &o);
+    ck_assert_ptr_nonnull(srv);
+    ck_assert_int_eq(sp_addr_parse("127.0.0.1:0", a), 0);
+    ck_assert_int_eq(sp_http_server_listen(srv, a), 0);
+    ck_assert_int_eq(sp_http_server_start(srv), 0);
+    ck_assert_int_eq(sp_http_server_addr(srv, 0, a), 0);
+    return srv;
+}
+
+START_TEST(two_servers_keep_their_names)
+{
+    sp_iomanager_t *io = sp_iomanager_create("names", 1, false);
+    ck_assert_ptr_nonnull(io);
+    ck_assert_int_eq(sp_iomanager_start(io), 0);
+    sp_addr_t a[2];
+    sp_http_server_t *srv[2] = {named_server(io, "first/1", &a[0]),
+                                named_server(io, "second/2", &a[1])};
+    client_t *c[2] = {client_open(&a[0]), client_open(&a[1])};
+    for (int i = 0; i < 20; i++) {
+        resp_t r;
+        char v[64];
+        roundtrip(c[i % 2], GET("/hello"), &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_str_eq(hdr(&r, "server", v, sizeof v), i % 2 ? "second/2" : "first/1");
+        resp_free(&r);
+    }
+    for (int i = 0; i < 2; i++) {
+        client_close(c[i]);
+        ck_assert_int_eq(sp_http_server_stop(srv[i], 1000000), 0);
+    }
+    ck_assert_int_eq(sp_iomanager_stop(io), 0);
+    for (int i = 0; i < 2; i++)
+        sp_http_server_destroy(srv[i]);
+    sp_iomanager_destroy(io);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = http_suite("http_server");
     ADD_CASE(s, "server", setup_default, server_stop, get_has_length_date_server,
              router_exact_prefix_glob, router_405_with_allow, router_default_handler,
-             thousand_concurrent_keepalive_clients, stats_count_a_known_load);
+             thousand_concurrent_keepalive_clients, stats_count_a_known_load,
+             two_servers_keep_their_names);
     ADD_CASE(s, "access_log", setup_access_log, server_stop, access_log_line_per_request);
     ADD_CASE(s, "stop", setup_default, NULL, stop_closes_idle_keepalive_at_once,
              stop_during_handler_answers_connection_close);

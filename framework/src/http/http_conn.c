@@ -22,8 +22,6 @@
  * answer. Reads: http_io.c (plain, or TLS with opts.tls). */
 #include <errno.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -46,6 +44,11 @@ struct sp__http_conn {
     bool continued;    /* "100 Continue" sent for this request */
     sp__http_deadline_t *deadline; /* NULL: each wait bounds itself */
     uint64_t start_ns; /* the request's first byte */
+    /* When the last answer was laid out (count_response's clock read),
+     * and out.waits then: the wait for a next request runs from it if the
+     * flush after it did not wait (one clock read fewer per request). */
+    uint64_t answered_ns;
+    unsigned answered_waits;
     uint64_t out_counted; /* of out.written, the bytes in the stats */
     uint64_t body_deadline; /* the whole body's (0: not set yet, or none) */
     uint64_t handler_deadline; /* from the end of the headers (0: none) */
@@ -189,6 +192,18 @@ static void note_headers_done(sp__http_conn_t *c)
         c->handler_deadline = sp__http_deadline(us);
 }
 
+/* The deadline of the wait for a next request, us from now (< 0: none);
+ * "now" is when the last answer was laid out if only a flush that did not
+ * wait came since (TLS may wait inside its writes: it reads the clock). */
+static uint64_t idle_deadline(sp__http_conn_t *c, int64_t us)
+{
+    uint64_t then = c->answered_ns;
+    c->answered_ns = 0;
+    if (!then || c->out.tls || c->out.waits != c->answered_waits)
+        return sp__http_deadline(us);
+    return us < 0 ? 0 : then + (uint64_t)us * 1000u;
+}
+
 /* Read until one request is complete (with stream_bodies: its headers).
  * 0, CLOSE, or an error status. */
 static int read_request(sp__http_conn_t *c, bool first)
@@ -215,9 +230,9 @@ static int read_request(sp__http_conn_t *c, bool first)
         int64_t header_us = atomic_load(&c->srv->header_timeout_us);
         if (begun && !body && !header_deadline)
             header_deadline = sp__http_deadline(header_us);
-        ssize_t n = !begun ? read_idle(c, sp__http_deadline(
-                                              first ? header_us
-                                                    : atomic_load(&c->srv->keepalive_timeout_us)))
+        ssize_t n = !begun ? read_idle(c, idle_deadline(
+                                              c, first ? header_us
+                                                       : atomic_load(&c->srv->keepalive_timeout_us)))
                     : body ? conn_read(c, BODY_READ, body_wait_deadline(c))
                            : conn_read(c, HEADER_READ, header_deadline);
         if (n > 0)
@@ -303,53 +318,11 @@ ssize_t sp_http_body_read(sp_http_request_t *req, void *buf, size_t cap)
 
 /* ---- answering ---------------------------------------------------------------- */
 
-static bool log_escaped(unsigned char ch)
-{
-    return ch < ' ' || ch >= 0x7f || ch == '"' || ch == '\\';
-}
-
-/* The target as the log line shows it: a '"', '\\' or byte outside
- * printable ASCII as \xHH (nginx's escaping), so a client cannot forge the
- * line's fields. s itself when nothing needs it; else *copy, freed by the
- * caller (NULL, and "-" shown, when out of memory). */
-static const char *log_safe(const char *s, char **copy)
-{
-    *copy = NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p && !log_escaped(*p))
-        p++;
-    if (!*p)
-        return s;
-    char *o = *copy = malloc(4 * strlen(s) + 1);
-    if (!o)
-        return "-";
-    for (p = (const unsigned char *)s; *p; p++)
-        o += log_escaped(*p) ? sprintf(o, "\\x%02X", *p) : sprintf(o, "%c", *p);
-    return *copy;
-}
-
-static void log_access(sp__http_conn_t *c)
-{
-    sp_http_server_t *srv = c->srv;
-    char peer[SP_ADDR_TEXT_MAX] = "-";
-    sp_addr_format(c->req.peer, peer, sizeof peer);
-    /* An error in the headers still shows the request line. */
-    bool parsed = c->req.target_done;
-    uint64_t us = (sp__now_ns() - c->start_ns) / 1000;
-    char *copy;
-    const char *target = parsed ? log_safe(sp_http_request_target(&c->req), &copy) : "-";
-    SP_LOG_INFO(srv->access, "%s \"%s %s\" %d %llu %lluus", peer,
-                parsed ? sp_http_request_method_name(&c->req) : "-", target,
-                c->res.status, (unsigned long long)c->res.sent, (unsigned long long)us);
-    if (parsed)
-        free(copy);
-}
-
 /* Inline: most servers keep no access log. */
 static inline void access_log(sp__http_conn_t *c)
 {
     if (c->srv->access)
-        log_access(c);
+        sp__http_log_access(c->srv, &c->req, c->res.status, c->res.sent, c->start_ns);
 }
 
 /* The bytes sent since the last count, into `mine` (sp__slots_mine). */
@@ -372,7 +345,9 @@ static void count_sent(sp__http_conn_t *c)
 static void count_response(sp__http_conn_t *c)
 {
     static const uint64_t bounds_us[] = SP_HTTP_LATENCY_BOUNDS_US;
-    uint64_t ns = sp__now_ns() - c->start_ns;
+    uint64_t now = sp__now_ns(), ns = now - c->start_ns;
+    c->answered_ns = now;
+    c->answered_waits = c->out.waits;
     int b = 0;
     while (b < SP_HTTP_LATENCY_BUCKETS && ns > bounds_us[b] * 1000)
         b++;
@@ -435,14 +410,13 @@ int sp__http_take_over(sp_http_request_t *req, const char *head, size_t len,
 
 static void prepare_response(sp__http_conn_t *c)
 {
-    sp_http_response_t *res = &c->res;
-    sp__http_res_reset(res);
+    sp_http_response_t *res = &c->res; /* reset: by init or forget_request() */
     res->version = c->req.version ? c->req.version : 11;
     /* The method is known once the request line is (an error in the
      * headers still answers a HEAD without a body). */
     bool method_known = c->req.target_done || c->req.target_len;
     res->head_only = method_known && c->req.parser.method == HTTP_HEAD;
-    res->close = !c->req.headers_done || !sp_http_request_keep_alive(&c->req);
+    res->close = !c->req.headers_done || !sp__http_keeps_alive(&c->req);
 }
 
 /* After finish(): the response is laid out into the output, so the
@@ -541,7 +515,7 @@ static void conn_init(sp__http_conn_t *c, sp_http_server_t *srv, int fd,
     c->req.peer = peer;
     c->req.body_pool = &srv->body_bytes;
     c->req.streaming = srv->opts.stream_bodies;
-    sp__http_res_init(&c->res, &c->out, srv->server_line, &srv->stopping);
+    sp__http_res_init(&c->res, &c->out, srv);
     c->deadline = sp__http_deadline_new(fd);
 }
 

@@ -144,34 +144,6 @@ static bool all_digits(const char *s)
     return true;
 }
 
-/* RFC 9112 3.2: a Host value is uri-host [":" port]: RFC 3986 reg-name
- * characters (unreserved, sub-delims, '%'), or an IP literal in brackets.
- * Empty is allowed (a target without authority). A table: every request
- * has one. */
-static const unsigned char host_char[256] = {
-    ['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['!'] = 1, ['$'] = 1, ['&'] = 1,
-    ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, [';'] = 1,
-    ['='] = 1, ['%'] = 1, [':'] = 1, ['['] = 1, [']'] = 1,
-    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
-    ['7'] = 1, ['8'] = 1, ['9'] = 1,
-    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1,
-    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
-    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
-    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
-    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
-    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
-    ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,
-    ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
-};
-
-static bool valid_host(const char *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!host_char[(unsigned char)v[i]])
-            return false;
-    return true;
-}
-
 /* One pass over the header lines: trim the values, note Expect, and the
  * request smuggling defences (http-parser 2.9.4 lets some of these
  * through). A message whose length two parties could read differently is
@@ -191,7 +163,7 @@ int sp__http_check_headers(sp_http_request_t *r)
         size_t n = kv[i].value - kv[i].name - 1;
         size_t end = i + 1 < r->nheaders ? kv[i + 1].name : sp__buf_len(&r->text);
         size_t vl = trim_to(value, end - kv[i].value - 1);
-        if (!n || sp__http_token_span(name, n) != n)
+        if (!n || !sp__http_all_have(sp__http_byte_class, name, n, SP__HTTP_TCHAR))
             return 400; /* "Content Length" must not pass as some header */
         if (sp__http_named_n(name, n, "content-length", 14)) {
             if (++cl > 1 || !all_digits(value))
@@ -200,7 +172,9 @@ int sp__http_check_headers(sp_http_request_t *r)
             if (++te > 1 || strcasecmp(value, "chunked"))
                 return 400;
         } else if (sp__http_named_n(name, n, "host", 4)) {
-            if (++host > 1 || !valid_host(value, vl))
+            /* RFC 9112 3.2: uri-host [":" port]; empty for a target
+             * without authority. */
+            if (++host > 1 || !sp__http_all_have(sp__http_byte_class, value, vl, SP__HTTP_HOST))
                 return 400;
         } else if (sp__http_named_n(name, n, "expect", 6)) {
             r->expect_continue = r->version == 11 && !strcasecmp(value, "100-continue");

@@ -93,9 +93,10 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
 /* Give the memory charge of the body bytes held back to the pool (after
  * they were cleared, or with the request). */
 void sp__http_body_release(sp_http_request_t *r);
-/* Decode target, path and query parameters after the headers; 0 or 400. */
-int sp__http_req_decode_target(sp_http_request_t *r);
-const char *sp__http_req_str(const sp_http_request_t *r, size_t off);
+static inline const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
+{
+    return sp__buf_data(&r->text) + off;
+}
 /* Whether a header name is `lower` (given in lower case): the first byte
  * decides most comparisons without a call. */
 static inline bool sp__http_named(const char *name, const char *lower)
@@ -114,6 +115,12 @@ static inline bool sp__http_named_n(const char *name, size_t n, const char *lowe
         if ((name[i] | 0x20) != lower[i])
             return false;
     return true;
+}
+
+/* sp_http_request_keep_alive(), inline for the connection's own use. */
+static inline bool sp__http_keeps_alive(const sp_http_request_t *r)
+{
+    return r->keep_alive && !r->upgrade;
 }
 
 /* Stop the parser with this status: returning non-zero from a callback
@@ -141,6 +148,51 @@ int sp__http_check_headers(sp_http_request_t *r);
 /* A value loses its trailing blanks (http-parser drops the leading ones). */
 void sp__http_trim_value(char *v);
 
+/* Whether every byte c of s[0, n) has `bit` in table[c]: four bytes a
+ * step, their lookups ANDed, so one branch covers four (headers and
+ * targets are checked byte by byte on every request); the last step ends
+ * at s[n - 1], overlapping the one before, so no byte is left over. */
+static inline bool sp__http_all_have(const unsigned char *table, const char *s, size_t n,
+                                     unsigned char bit)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (n < 4) {
+        unsigned char all = bit;
+        for (size_t i = 0; i < n; i++)
+            all &= table[u[i]];
+        return all;
+    }
+    const unsigned char *last = u + n - 4;
+    for (; u < last; u += 4)
+        if (!(table[u[0]] & table[u[1]] & table[u[2]] & table[u[3]] & bit))
+            return false;
+    return table[last[0]] & table[last[1]] & table[last[2]] & table[last[3]] & bit;
+}
+/* Byte classes (http_request.c): TCHAR, the RFC 7230 tchar, visible ASCII
+ * but the separators "(),/:;<=>?@[\]{}; PLAIN, a byte an origin-form
+ * target may hold and still be its own path (not a control, escape, query
+ * or fragment); HOST, of a Host value; VALUE, of a response's header value
+ * (not NUL, CR or LF). */
+enum { SP__HTTP_TCHAR = 1, SP__HTTP_PLAIN = 2, SP__HTTP_HOST = 4, SP__HTTP_VALUE = 8 };
+extern const unsigned char sp__http_byte_class[256];
+
+/* sp__http_req_decode_target() for any target but a plain path. */
+int sp__http_req_decode_other_target(sp_http_request_t *r);
+/* Decode target, path and query parameters after the headers; 0 or 400.
+ * The usual target, "/path" with nothing to decode and no query, is its
+ * own path, and the NUL that ends it an empty query: nothing to copy. */
+static inline int sp__http_req_decode_target(sp_http_request_t *r)
+{
+    const char *t = sp__http_req_str(r, 0);
+    size_t tl = r->target_len;
+    if (!tl || t[0] != '/' ||
+        !sp__http_all_have(sp__http_byte_class, t + 1, tl - 1, SP__HTTP_PLAIN))
+        return sp__http_req_decode_other_target(r);
+    r->path = 0;
+    r->query = tl;
+    return 0;
+}
+
 /* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
 bool sp__http_is_token(const char *s);
 /* strlen(s) if s is a token, else 0. */
@@ -154,7 +206,11 @@ bool sp__http_has_control(const char *t, size_t n);
 bool sp__http_field_value_ok(const char *v);
 /* Append a header or parameter (offsets); 0 or -ENOMEM. The caller counts
  * it in nheaders or nparams. */
-int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value);
+static inline int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
+{
+    sp__http_kv_t kv = {name, value};
+    return sp__buf_append(&r->kvs, &kv, sizeof kv);
+}
 static inline sp__http_kv_t *sp__http_kv(const sp_http_request_t *r)
 {
     return (sp__http_kv_t *)(void *)sp__buf_data(&r->kvs);
@@ -171,6 +227,7 @@ typedef struct sp__http_out {
     bool borrowed;      /* buf is the thread's scratch (http_scratch.c) */
     uint64_t until_ns;  /* no wait goes past it (sp_now_ns clock); 0 none */
     uint64_t written;   /* bytes sent, all told */
+    unsigned waits;     /* waits for the socket to take bytes, all told */
 } sp__http_out_t;
 
 /* Send buf, then the n extra iovecs (not copied). 0 or -errno. */
@@ -227,6 +284,7 @@ struct sp_http_response {
     sp__http_out_t *out;
     const char *server_line; /* "Server: spindle\r\n" or "" */
     size_t server_len;       /* strlen(server_line) */
+    unsigned server_id;      /* the server's id */
     /* The server's: an answer laid out after a stop began says
      * "Connection: close" (the connection closes after it). */
     const _Atomic bool *stopping;
@@ -247,7 +305,7 @@ struct sp_http_response {
 };
 
 void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
-                       const char *server_line, const _Atomic bool *stopping);
+                       const sp_http_server_t *srv);
 void sp__http_res_reset(sp_http_response_t *res);
 void sp__http_res_free(sp_http_response_t *res);
 /* After the handler: put the whole response (or the end of a streamed one)
@@ -268,6 +326,13 @@ int sp__http_router_add_owned(sp_http_router_t *r, sp_http_match_t kind,
  * rebuilt at most once a second; valid until the thread's next call. */
 #define SP__HTTP_DATE_LINE_LEN (sizeof "Date: \r\n" - 1 + SP__HTTP_DATE_LEN)
 const char *sp__http_date_line(void);
+#define SP__HTTP_OK_LINE "HTTP/1.1 200 OK\r\n"
+#define SP__HTTP_SERVER_LINE_MAX (sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX)
+/* SP__HTTP_OK_LINE, the server's line (server_len bytes; `server`: the
+ * server's id, never 0) and the Date line, in one string of *len bytes
+ * kept per thread. */
+const char *sp__http_ok_head(const char *server_line, size_t server_len, unsigned server,
+                             size_t *len);
 void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
 /* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
 time_t sp__http_date_parse(const char *s);
@@ -284,7 +349,8 @@ struct sp_http_server {
     /* The timeouts sp_http_server_set_timeouts() may change while the
      * server runs; connections read these, not opts. */
     _Atomic int64_t header_timeout_us, keepalive_timeout_us;
-    char server_line[sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX];
+    char server_line[SP__HTTP_SERVER_LINE_MAX];
+    unsigned id; /* for sp__http_ok_head(): never 0, none the same */
     sp_logger_t *access; /* NULL unless opts.access_log */
     _Atomic bool stopping;
     _Atomic int conns;
@@ -309,6 +375,11 @@ static inline void sp__http_count(sp_http_server_t *srv, int which, uint64_t n)
 {
     sp__slots_add(&srv->n, (size_t)which, n);
 }
+
+/* The access log's line for an answer (http_access.c): its status, the
+ * body bytes sent, and the time since the request's first byte. */
+void sp__http_log_access(sp_http_server_t *srv, const sp_http_request_t *req, int status,
+                         uint64_t sent, uint64_t start_ns);
 
 /* The TCP server's connection handler (arg: the sp_http_server_t). */
 void sp__http_serve(int fd, const sp_addr_t *peer, void *arg);

@@ -47,8 +47,9 @@ int sp__http_wait(int fd, int event, int64_t timeout_us)
     return sp__io_wait_or_poll(fd, event, timeout_us);
 }
 
-static int wait_writable(const sp__http_out_t *o)
+static int wait_writable(sp__http_out_t *o)
 {
+    o->waits++;
     int64_t us = sp__http_cut_us(o->timeout_us, o->until_ns);
     return us == 0 ? -ETIMEDOUT : sp__http_wait(o->fd, SP_IO_WRITE, us);
 }

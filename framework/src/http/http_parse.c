@@ -35,6 +35,19 @@ static int text_end(sp_http_request_t *r)
     return text_add(r, "", 1);
 }
 
+/* End the token being collected with a NUL, and start the next with n
+ * bytes at p (one reserve for both). The next token's offset, or -1. */
+static ssize_t text_next(sp_http_request_t *r, const char *p, size_t n)
+{
+    char *dst = sp__buf_reserve(&r->text, n + 1);
+    if (!dst)
+        return sp__http_fail(r, 500);
+    dst[0] = '\0';
+    sp__copy(dst + 1, p, n);
+    sp__buf_commit(&r->text, n + 1);
+    return (ssize_t)(sp__buf_len(&r->text) - n);
+}
+
 static int on_message_begin(http_parser *p)
 {
     req_of(p)->begun = true;
@@ -74,15 +87,18 @@ static int on_url(http_parser *p, const char *at, size_t n)
     return text_add(r, at, n);
 }
 
-static int new_header(sp_http_request_t *r)
+/* A header's name starts with the n bytes at `at`; the target or the
+ * previous value ends. */
+static int new_header(sp_http_request_t *r, const char *at, size_t n)
 {
     if (count_header(r) < 0)
         return -1;
-    /* The target or the previous value ends here. */
-    if (text_end(r) < 0)
+    ssize_t name = text_next(r, at, n);
+    if (name < 0)
         return -1;
     r->target_done = true;
-    return sp__http_kv_push(r, sp__buf_len(&r->text), 0) < 0 ? sp__http_fail(r, 500) : 0;
+    r->last = SP__LAST_FIELD;
+    return sp__http_kv_push(r, (size_t)name, 0) < 0 ? sp__http_fail(r, 500) : 0;
 }
 
 static int on_header_field(http_parser *p, const char *at, size_t n)
@@ -93,11 +109,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
         return -1;
     if (r->headers_done)
         return 0; /* a trailer */
-    if (r->last != SP__LAST_FIELD) {
-        if (new_header(r) < 0)
-            return -1;
-        r->last = SP__LAST_FIELD;
-    }
+    if (r->last != SP__LAST_FIELD)
+        return new_header(r, at, n);
     return text_add(r, at, n);
 }
 
@@ -111,10 +124,12 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     if (r->headers_done)
         return 0;
     if (r->last != SP__LAST_VALUE) {
-        if (text_end(r) < 0) /* the name ends */
+        ssize_t value = text_next(r, at, n); /* the name ends */
+        if (value < 0)
             return -1;
-        sp__http_kv(r)[r->nheaders - 1].value = sp__buf_len(&r->text);
+        sp__http_kv(r)[r->nheaders - 1].value = (size_t)value;
         r->last = SP__LAST_VALUE;
+        return 0;
     }
     return text_add(r, at, n);
 }
@@ -238,7 +253,9 @@ static int on_message_complete(http_parser *p)
 {
     sp_http_request_t *r = req_of(p);
     r->complete = true;
-    http_parser_pause(p, 1);
+    /* What http_parser_pause(p, 1) does, without the call (and the one to
+     * unpause after the feed): the field is the parser's public state. */
+    p->http_errno = HPE_PAUSED;
     return 0;
 }
 
@@ -411,7 +428,7 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     r->scan = p;
     r->feed_end = p ? p + n : p; /* NULL, 0: the end of the stream */
     r->head_end = NULL;
-    if (sp__http_check_crlf_due(r, p, p + n) < 0) {
+    if (r->crlf_due && sp__http_check_crlf_due(r, p, p + n) < 0) {
         *state = SP__HTTP_FAILED;
         return 0;
     }
@@ -419,7 +436,7 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
     size_t used = http_parser_execute(&r->parser, &settings, p, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
     if (e == HPE_PAUSED) {
-        http_parser_pause(&r->parser, 0);
+        r->parser.http_errno = HPE_OK;
         e = HPE_OK;
     }
     /* The framing bytes after the last body data, up to where the parser

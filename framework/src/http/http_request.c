@@ -8,52 +8,46 @@
 
 #include "http_internal.h"
 
-const char *sp__http_req_str(const sp_http_request_t *r, size_t off)
-{
-    return sp__buf_data(&r->text) + off;
-}
-
-/* Byte classes, looked up for every byte of every header name and target.
- * TCHAR: RFC 7230 tchar, visible ASCII but the separators "(),/:;<=>?@[\]{}.
- * STOP: what makes an origin-form target more than its own path: controls
- * (refused), escapes, the query and the fragment. */
-enum { TCHAR = 1, STOP = 2 };
-static const unsigned char byte_class[256] = {
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 1, 0, 3, 1, 3, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 2,
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 2,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+/* Byte classes (SP__HTTP_*), looked up for every byte of every header
+ * name and value and of every target. HOST: an RFC 3986 reg-name byte
+ * (unreserved, sub-delims, '%'), or of a port or an IP literal: ':', '['
+ * and ']' (RFC 9112 3.2). VALUE: all but NUL, CR and LF. */
+const unsigned char sp__http_byte_class[256] = {
+     0,  8,  8,  8,  8,  8,  8,  8,  8,  8,  0,  8,  8,  0,  8,  8,
+     8,  8,  8,  8,  8,  8,  8,  8,  8,  8,  8,  8,  8,  8,  8,  8,
+     8, 15, 10,  9, 15, 13, 15, 15, 14, 14, 15, 15, 14, 15, 15, 10,
+    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 14, 14, 10, 14, 10,  8,
+    10, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 14, 10, 14, 11, 15,
+    11, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 10, 11, 10, 15,  8,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
+    10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
 };
 
 size_t sp__http_token_span(const char *s, size_t max)
 {
     size_t n = 0;
-    while (n < max && (byte_class[(unsigned char)s[n]] & TCHAR))
+    while (n < max && (sp__http_byte_class[(unsigned char)s[n]] & SP__HTTP_TCHAR))
         n++;
     return n;
 }
 
 size_t sp__http_token_len(const char *s)
 {
-    size_t n = 0;
-    while (byte_class[(unsigned char)s[n]] & TCHAR) /* stops at the NUL */
-        n++;
-    return s[n] ? 0 : n;
+    size_t n = strlen(s);
+    return sp__http_all_have(sp__http_byte_class, s, n, SP__HTTP_TCHAR) ? n : 0;
 }
 
 bool sp__http_is_token(const char *s)
 {
     return sp__http_token_len(s) > 0;
-}
-
-int sp__http_kv_push(sp_http_request_t *r, size_t name, size_t value)
-{
-    sp__http_kv_t kv = {name, value};
-    return sp__buf_append(&r->kvs, &kv, sizeof kv);
 }
 
 static int hex(char c)
@@ -183,26 +177,10 @@ bool sp__http_field_value_ok(const char *v)
     return true;
 }
 
-/* The usual target, "/path" with nothing to decode and no query, is its
- * own path, and the NUL that ends it an empty query: nothing to copy. */
-static bool plain_path(sp_http_request_t *r, const char *t, size_t tl)
-{
-    if (!tl || t[0] != '/')
-        return false;
-    for (size_t i = 1; i < tl; i++)
-        if (byte_class[(unsigned char)t[i]] & STOP)
-            return false;
-    r->path = 0;
-    r->query = tl;
-    return true;
-}
-
-int sp__http_req_decode_target(sp_http_request_t *r)
+int sp__http_req_decode_other_target(sp_http_request_t *r)
 {
     const char *t = sp__http_req_str(r, 0);
     size_t tl = r->target_len;
-    if (plain_path(r, t, tl))
-        return 0;
     size_t poff = 0, plen = tl, qoff = 0, qlen = 0;
     if (sp__http_has_control(t, tl))
         return 400;
@@ -325,7 +303,7 @@ int sp_http_request_version(const sp_http_request_t *req)
 
 bool sp_http_request_keep_alive(const sp_http_request_t *req)
 {
-    return req->keep_alive && !req->upgrade;
+    return sp__http_keeps_alive(req);
 }
 
 const sp_addr_t *sp_http_request_peer(const sp_http_request_t *req)

@@ -21,13 +21,14 @@ enum { COPY_MAX = 16 * 1024, FLUSH_AT = 64 * 1024 };
 typedef enum { BY_LENGTH, BY_CHUNKS, BY_CLOSE, NO_BODY } framing_t;
 
 void sp__http_res_init(sp_http_response_t *res, sp__http_out_t *out,
-                       const char *server_line, const _Atomic bool *stopping)
+                       const sp_http_server_t *srv)
 {
     memset(res, 0, sizeof *res);
     res->out = out;
-    res->server_line = server_line;
-    res->server_len = strlen(server_line);
-    res->stopping = stopping;
+    res->server_line = srv->server_line;
+    res->server_len = strlen(srv->server_line);
+    res->server_id = srv->id;
+    res->stopping = &srv->stopping;
     sp_buf_init(&res->head);
     sp_buf_init(&res->body);
     sp__http_res_reset(res);
@@ -117,17 +118,6 @@ bool sp_http_response_started(const sp_http_response_t *res)
     return res->started;
 }
 
-/* strlen(s) if s holds no CR or LF, else -1. One table lookup a byte:
- * handlers add a header or two to every response. */
-static ssize_t value_len(const char *s)
-{
-    static const bool stop[256] = {[0] = true, ['\r'] = true, ['\n'] = true};
-    size_t n = 0;
-    while (!stop[(unsigned char)s[n]])
-        n++;
-    return s[n] ? -1 : (ssize_t)n;
-}
-
 /* A header the server writes itself; n = strlen(name). */
 static bool server_owned(const char *name, size_t n)
 {
@@ -155,18 +145,19 @@ static int parse_length(const char *v, uint64_t *out)
     return 0;
 }
 
-/* Whether the handler may add this header now: 0 or the -errno. */
-/* Lengths of a header the handler may set, or a negative errno. */
-static int header_allowed(const sp_http_response_t *res, const char *name,
-                          const char *value, size_t *n, size_t *v)
+/* Whether the handler may add this header now (0 or the -errno), and the
+ * lengths of its name (a token) and value (no CR or LF). Inline, its
+ * checks too: handlers add a header or two to every response. */
+static inline int header_allowed(const sp_http_response_t *res, const char *name,
+                                 const char *value, size_t *n, size_t *v)
 {
     if (res->started)
         return -EALREADY;
-    ssize_t vl = value_len(value);
-    *n = sp__http_token_len(name);
-    if (!*n || vl < 0)
+    *n = strlen(name);
+    *v = strlen(value);
+    if (!*n || !sp__http_all_have(sp__http_byte_class, name, *n, SP__HTTP_TCHAR) ||
+        !sp__http_all_have(sp__http_byte_class, value, *v, SP__HTTP_VALUE))
         return -EINVAL;
-    *v = (size_t)vl;
     if (server_owned(name, *n))
         return -EPERM;
     return 0;
@@ -182,9 +173,9 @@ static int append_header(sp_http_response_t *res, const char *name,
     char *dst = sp__buf_reserve(&res->head, n + v + 4);
     if (!dst)
         return -ENOMEM;
-    memcpy(dst, name, n);
+    sp__copy(dst, name, n);
     memcpy(dst + n, ": ", 2);
-    memcpy(dst + n + 2, value, v);
+    sp__copy(dst + n + 2, value, v);
     memcpy(dst + n + 2 + v, "\r\n", 2);
     sp__buf_commit(&res->head, n + v + 4);
     res->has_length |= is_length;
@@ -268,22 +259,32 @@ int sp_http_response_error(sp_http_response_t *res, int status, const char *name
 
 /* ---- laying out ----------------------------------------------------------- */
 
+/* v in decimal at p; its end. Digits are written from the last, two at a
+ * time (a division each pair): every answer carries a length. */
 static char *put_u64(char *p, uint64_t v)
 {
-    char tmp[20];
-    int n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10));
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                                "25262728293031323334353637383940414243444546474849"
+                                "50515253545556575859606162636465666768697071727374"
+                                "75767778798081828384858687888990919293949596979899";
+    size_t digits = 1;
+    for (uint64_t t = 10; digits < 20 && v >= t; t *= 10)
+        digits++;
+    char *end = p + digits;
+    for (p = end; v >= 100; v /= 100) {
+        p -= 2;
+        memcpy(p, pairs + 2 * (v % 100), 2);
+    }
+    if (v >= 10)
+        memcpy(p - 2, pairs + 2 * v, 2);
+    else
+        p[-1] = (char)('0' + v);
+    return end;
 }
 
 static char *put(char *p, const char *s, size_t n)
 {
-    if (n) /* s may be an empty buffer's NULL */
-        memcpy(p, s, n);
+    sp__copy(p, s, n); /* s may be an empty buffer's NULL when n is 0 */
     return p + n;
 }
 
@@ -291,8 +292,6 @@ static char *put(char *p, const char *s, size_t n)
 
 static char *put_status_line(char *p, int status)
 {
-    if (status == 200)
-        return PUT_LIT(p, "HTTP/1.1 200 OK\r\n");
     p = PUT_LIT(p, "HTTP/1.1 ");
     p = put_u64(p, (uint64_t)status);
     *p++ = ' ';
@@ -302,17 +301,25 @@ static char *put_status_line(char *p, int status)
 }
 
 /* Status line, the server's headers, the handler's, framing, blank line:
- * into the output buffer. */
-static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
+ * into the output buffer, followed by the `copy` bytes at body (a small
+ * buffered body, laid out with its head). */
+static int put_head(sp_http_response_t *res, framing_t how, uint64_t len, const char *body,
+                    size_t copy)
 {
     size_t server = res->server_len, user = sp__buf_len(&res->head);
-    char *p = sp__buf_reserve(&res->out->buf, 200 + server + user);
+    char *p = sp__buf_reserve(&res->out->buf, 200 + server + user + copy);
     if (!p)
         return -ENOMEM;
     char *start = p;
-    p = put_status_line(p, res->status);
-    p = put(p, res->server_line, server);
-    p = put(p, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
+    if (res->status == 200) {
+        size_t n;
+        const char *ok = sp__http_ok_head(res->server_line, server, res->server_id, &n);
+        p = put(p, ok, n);
+    } else {
+        p = put_status_line(p, res->status);
+        p = put(p, res->server_line, server);
+        p = put(p, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
+    }
     p = put(p, sp__buf_data(&res->head), user);
     if (how == BY_LENGTH && !res->has_length) {
         p = PUT_LIT(p, "Content-Length: ");
@@ -327,6 +334,7 @@ static int put_head(sp_http_response_t *res, framing_t how, uint64_t len)
     else if (res->version == 10)
         p = PUT_LIT(p, "Connection: keep-alive\r\n");
     p = PUT_LIT(p, "\r\n");
+    p = put(p, body, copy);
     sp__buf_commit(&res->out->buf, (size_t)(p - start));
     return 0;
 }
@@ -359,7 +367,7 @@ static int start_stream(sp_http_response_t *res)
                     : res->has_length        ? BY_LENGTH
                     : res->version == 11     ? BY_CHUNKS
                                              : BY_CLOSE;
-    int rc = put_head(res, how, 0);
+    int rc = put_head(res, how, 0, NULL, 0);
     if (rc < 0)
         return rc;
     res->started = true;
@@ -404,7 +412,7 @@ int sp_http_response_sendfile(sp_http_response_t *res, int file_fd, off_t offset
     if (sp__buf_len(&res->body) || (res->has_length && res->length != len))
         return -EINVAL;
     framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
-    int rc = put_head(res, how, len);
+    int rc = put_head(res, how, len, NULL, 0);
     if (rc < 0)
         return rc;
     res->started = true;
@@ -425,10 +433,15 @@ static bool finish_buffered(sp_http_response_t *res)
         !has_no_body(res->status))
         sp_http_response_error(res, 500, NULL, NULL);
     framing_t how = has_no_body(res->status) ? NO_BODY : BY_LENGTH;
-    if (put_head(res, how, n) < 0)
+    /* A small body goes out with the head (what emit() would do). */
+    bool with_head = n <= COPY_MAX && how == BY_LENGTH && !res->head_only;
+    const char *body = sp__buf_data(&res->body);
+    if (put_head(res, how, n, body, with_head ? n : 0) < 0)
         return false;
     res->started = true;
-    if (emit(res, sp__buf_data(&res->body), n) < 0)
+    if (with_head)
+        res->sent = n;
+    else if (emit(res, body, n) < 0)
         return false;
     return sp__buf_len(&res->out->buf) < FLUSH_AT ||
            sp__http_out_flush(res->out, NULL, 0) == 0;

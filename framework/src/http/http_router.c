@@ -154,10 +154,10 @@ static void allow_list(unsigned methods, char *out, size_t size)
 int sp_http_router_dispatch(sp_http_request_t *req, sp_http_response_t *res, void *router)
 {
     const sp_http_router_t *r = router;
-    sp_http_method_t m = sp_http_request_method(req);
+    sp_http_method_t m = req->method;
     unsigned want = SP_HTTP_M(m) | (m == SP_HTTP_HEAD ? SP_HTTP_M_GET : 0);
     unsigned allowed = 0;
-    const route_t *rt = find(r, sp_http_request_path(req), want, &allowed);
+    const route_t *rt = find(r, sp__http_req_str(req, req->path), want, &allowed);
     if (rt)
         return rt->fn(req, res, rt->arg);
     if (allowed) {

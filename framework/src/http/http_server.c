@@ -101,6 +101,8 @@ sp_http_server_t *sp_http_server_create(sp_iomanager_t *io, sp_http_handler_fn h
     if (opts)
         srv->opts = *opts;
     fill_defaults(&srv->opts);
+    static _Atomic unsigned ids;
+    srv->id = atomic_fetch_add(&ids, 1) + 1;
     srv->handler = handler;
     srv->arg = arg;
     atomic_init(&srv->header_timeout_us, srv->opts.header_timeout_us);
