@@ -87,6 +87,16 @@ static ssize_t hooked(io_call_t *c)
     return dispatch(b, ctx, fl, c);
 }
 
+/* dispatch() for a call with one buffer, off the fast paths below: its
+ * call record is in a frame of its own (external, so not inlined into
+ * theirs), and the frame a fiber parked in stream_read keeps is a cache
+ * line smaller. */
+ssize_t sp__hook_dispatch_buf(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
+                              io_op_t op, int fd, const void *buf, size_t len)
+{
+    return dispatch(b, ctx, fl, &(io_call_t){.op = op, .fd = fd, .cbuf = buf, .len = len});
+}
+
 /* read, or recv with no flags, on a managed stream socket (the loop of
  * every request/response server): hooked_read's steps as a recv with no
  * flags (as_socket_call), without a dispatch on the call's kind at each
@@ -97,7 +107,7 @@ static ssize_t stream_read(int fd, void *buf, size_t len, io_op_t op)
     unsigned fl = 0;
     sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
     if (!ctx || !(fl & SP_FD_STREAM))
-        return dispatch(b, ctx, fl, &(io_call_t){.op = op, .fd = fd, .buf = buf, .len = len});
+        return sp__hook_dispatch_buf(b, ctx, fl, op, fd, buf, len);
     uint64_t deadline = SP_HOOK_FD_DEADLINE;
     if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, fd, SP_IO_READ, &deadline) < 0)
         return -1;
@@ -120,7 +130,7 @@ static ssize_t stream_write(int fd, const void *buf, size_t len, io_op_t op)
     unsigned fl = 0;
     sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
     if (!ctx || !(fl & SP_FD_STREAM))
-        return dispatch(b, ctx, fl, &(io_call_t){.op = op, .fd = fd, .cbuf = buf, .len = len});
+        return sp__hook_dispatch_buf(b, ctx, fl, op, fd, buf, len);
     ssize_t n = sp__real()->send(fd, buf, len, 0);
     if (n >= 0 && (size_t)n == len)
         return n;

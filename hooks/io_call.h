@@ -77,6 +77,11 @@ static inline size_t iov_total(const struct iovec *iov, int n)
 ssize_t sp__hook_write(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, io_call_t *c,
                        ssize_t first);
 
+/* A read or write call with one buffer, once its fd is looked up
+ * (hooks/io.c). */
+ssize_t sp__hook_dispatch_buf(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
+                              io_op_t op, int fd, const void *buf, size_t len);
+
 /* The read/write family on a file fd (SP_FD_FILE in fl): to the helper
  * pool when offload is on for it, else libc's (file_offload.c). */
 ssize_t sp__hook_file_io(const sp__hook_bridge_t *b, unsigned fl, io_call_t *c);

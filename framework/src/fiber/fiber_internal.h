@@ -16,8 +16,9 @@
 struct sp_scheduler;
 
 /* What every wake and switch touches comes first, in one cache line (with
- * the assembly backend): with thousands of connections a parked fiber is
- * cold, and each line it spreads over costs a miss per message. */
+ * the assembly backend), and what every wait touches in the next (the
+ * object starts on a line): with thousands of connections a parked fiber
+ * is cold, and each line it spreads over costs a miss per message. */
 struct sp_fiber {
     sp__ctx_t ctx;
     struct sp_fiber *caller; /* who resumed us; yield goes back there */
@@ -32,6 +33,21 @@ struct sp_fiber {
     /* The fd watch it last armed a wait on (io_event.c), a prefetch hint
      * for its next hooked call, which most often waits on it again. */
     const void *last_watch;
+    /* The second line: what every wait reads and writes (sched/: waiter.c,
+     * park.c, handle.c). */
+    _Atomic uintptr_t cur_wait; /* the wait in progress, for wakes and
+                                 * interrupts to end it; 0 = none */
+    _Atomic int wait_busy;      /* takers of cur_wait still ending it */
+    _Atomic int uwake;          /* an sp_wake() not yet taken by sp_park() */
+    _Atomic int intr;           /* a pending interrupt's errno; 0 = none */
+    /* For dumps (sched/dump.c): what the current wait is on (sp__wait_kind_t,
+     * its fd or -1) and when it began, in sp__ticks(); plain stores by the
+     * waiting fiber, read racily by the dumper. */
+    int wait_fd;
+    unsigned char wait_kind;
+    uint64_t wait_ticks;
+    uint64_t deadline_ns;       /* the innermost deadline scope's (task.h);
+                                 * 0 = none */
     /* Colder. */
     sp_fiber_fn fn;
     void *arg;
@@ -40,21 +56,7 @@ struct sp_fiber {
     void *tsan_fiber;
     bool pooled;       /* a function task's fiber: recycle, don't free */
     char name[32];
-    /* Waits and handles (sched/: waiter.c, park.c, handle.c). */
-    _Atomic uintptr_t cur_wait; /* the wait in progress, for wakes and
-                                 * interrupts to end it; 0 = none */
-    _Atomic int wait_busy;      /* takers of cur_wait still ending it */
-    /* For dumps (sched/dump.c): what the current wait is on (sp__wait_kind_t,
-     * its fd or -1) and when it began, in sp__ticks(); plain stores by the
-     * waiting fiber, read racily by the dumper. */
-    unsigned char wait_kind;
-    int wait_fd;
-    uint64_t wait_ticks;
     uint64_t born_ticks;        /* sp__ticks() at create or reset */
-    _Atomic int uwake;          /* an sp_wake() not yet taken by sp_park() */
-    _Atomic int intr;           /* a pending interrupt's errno; 0 = none */
-    uint64_t deadline_ns;       /* the innermost deadline scope's (task.h);
-                                 * 0 = none */
     _Atomic int refs;           /* holders; the last one frees or recycles */
     int (*go_fn)(void *);       /* sp_go's function, run by go_main */
     int result;                 /* its result code */
