@@ -10,9 +10,12 @@
 # env: PEERS (../shared/bench), BUILD_DIR (build), SECONDS_PER_RUN (4),
 #      AB_BIN (another tree's build/bin: its server joins as "base"),
 #      OUT (/tmp/spindle-instructions: callgrind's files, for
-#      callgrind_annotate). Each server runs twice, once only started and
-#      stopped, whose count is taken off the loaded run's; under valgrind
-#      a server runs about 30-50x slower, which the count does not mind.
+#      callgrind_annotate). Each server runs twice with the same load, for
+#      1 s and for SECONDS_PER_RUN: the difference of the two counts over
+#      the difference of the answers is the steady state's, with start-up,
+#      exit, the connections' set-up and one-time work on first use (the
+#      hooks' libc table, lazy allocations) taken out. Under valgrind a
+#      server runs about 30-50x slower, which the count does not mind.
 #      nginx is not measured (its start script execs it, out of valgrind's
 #      sight). CACHE_SIM=1 also simulates the caches (--cache-sim=yes) and
 #      adds simulated D1 misses (reads + writes) and last-level misses
@@ -31,13 +34,13 @@ source "$root/bench/servers.sh"
 command -v callgrind_control >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
 mkdir -p "$out"
 
-# load PORT: prints how many messages or requests were answered.
+# load PORT SECS: prints how many messages or requests were answered.
 load() {
   if [[ $mode == echo ]]; then
-    "$peers/bin/echo_load" 127.0.0.1 "$1" "$conns" "$secs" 64 |
+    "$peers/bin/echo_load" 127.0.0.1 "$1" "$conns" "$2" 64 |
       sed -n 's/.*msgs=\([0-9]*\).*/\1/p'
   else
-    wrk -t1 -c"$conns" -d"${secs}s" "http://127.0.0.1:$1/plaintext" |
+    wrk -t1 -c"$conns" -d"${2}s" "http://127.0.0.1:$1/plaintext" |
       awk '/requests in/ {print $1}'
   fi
 }
@@ -60,9 +63,9 @@ totals() {
       print f[ev["Ir"]], d1 + 0, ll + 0 }'
 }
 
-# count NAME CMD PORT WITH_LOAD: the server's instructions (and misses)
-# from start to exit, with or without the load; sets `n` (answered), `ir`,
-# `d1` and `ll`.
+# count NAME CMD PORT SECS: the server's instructions (and misses) from
+# start to exit, with SECS of load; sets `n` (answered), `ir`, `d1` and
+# `ll`.
 count() {
   local name=$1 cmd=$2 port=$3 file="$out/$1.cg"
   rm -f "$file"
@@ -72,9 +75,7 @@ count() {
     ${cmd//%PORT%/$port} >"$out/$name.log" 2>&1 &
   local pid=$! ok=0
   for _ in 1 2 3 4; do ready "$port" && { ok=1; break; }; done
-  if ((ok)) && [[ $4 == yes ]]; then
-    n=$(load "$port")
-  fi
+  ((ok)) && n=$(load "$port" "$4")
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null
   ((ok)) && read -r ir d1 ll < <(totals "$file")
@@ -90,19 +91,20 @@ port=$((20000 + RANDOM % 10000))
 for entry in "${servers[@]}"; do
   name=${entry%%=*} cmd=${entry#*=}
   [[ $name == nginx ]] && continue
-  # Start-up and exit alone first, to take out of the loaded run's count.
-  count "$name" "$cmd" $((port += 1)) no
-  idle=$ir idle_d1=$d1 idle_ll=$ll
-  count "$name" "$cmd" $((port += 1)) yes
-  if [[ -z $idle || -z $ir || -z $n || $n -eq 0 ]]; then
+  # A short run first, to take out of the long run's count.
+  count "$name" "$cmd" $((port += 1)) 1
+  short=$ir short_n=$n short_d1=$d1 short_ll=$ll
+  count "$name" "$cmd" $((port += 1)) "$secs"
+  if [[ -z $short || -z $ir || -z $n || $((n - short_n)) -le 0 ]]; then
     echo "$name: no count (see $out/$name.log)" >&2
     continue
   fi
+  n=$((n - short_n))
   if ((cache_sim)); then
-    awk -v name="$name" -v n="$n" -v ir=$((ir - idle)) -v d1=$((d1 - idle_d1)) \
-      -v ll=$((ll - idle_ll)) 'BEGIN {
+    awk -v name="$name" -v n="$n" -v ir=$((ir - short)) -v d1=$((d1 - short_d1)) \
+      -v ll=$((ll - short_ll)) 'BEGIN {
         printf "%-12s %10d %14d %10d %10.2f %10.2f\n", name, n, ir, int(ir / n), d1 / n, ll / n }'
   else
-    printf "%-12s %10d %14d %10d\n" "$name" "$n" $((ir - idle)) $(((ir - idle) / n))
+    printf "%-12s %10d %14d %10d\n" "$name" "$n" $((ir - short)) $(((ir - short) / n))
   fi
 done
