@@ -421,14 +421,16 @@ static void prepare_response(sp__http_conn_t *c)
 
 /* After finish(): the response is laid out into the output, so the
  * request and the response are reset and their working set given back
- * (before any wait that may follow). */
+ * before any wait for input; kept while the next pipelined request is
+ * already buffered, which would borrow it again at once. */
 static void forget_request(sp__http_conn_t *c)
 {
     c->body_deadline = 0;
     c->handler_deadline = 0;
     sp__http_req_reset(&c->req);
     sp__http_res_reset(&c->res);
-    lend_work(c, false);
+    if (!sp__buf_len(&c->in))
+        lend_work(c, false);
 }
 
 /* The handler, inside its request's deadline scope if it has one. */
