@@ -12,15 +12,25 @@
 #include <spindle/tcp_server.h>
 #include <errno.h>
 
-/* A fixed answer, its body's length counted once. */
+/* A fixed answer: its body's length counted once, and its Content-Type
+ * line made once (prepare_fixed; NULL if that ran out of memory). */
 typedef struct fixed {
     const char *type, *body;
     size_t len;
+    sp_http_header_t *type_line;
 } fixed_t;
 
-#define FIXED(type, body) {type, body, sizeof body - 1}
-static const fixed_t plaintext = FIXED("text/plain", "Hello, World!");
-static const fixed_t json = FIXED("application/json", "{\"message\":\"Hello, World!\"}");
+#define FIXED(type, body) {type, body, sizeof body - 1, NULL}
+static fixed_t plaintext = FIXED("text/plain", "Hello, World!");
+static fixed_t json = FIXED("application/json", "{\"message\":\"Hello, World!\"}");
+static pthread_once_t fixed_once = PTHREAD_ONCE_INIT;
+
+/* For the life of the process, like the answers themselves. */
+static void prepare_fixed(void)
+{
+    plaintext.type_line = sp_http_header_new("Content-Type", plaintext.type);
+    json.type_line = sp_http_header_new("Content-Type", json.type);
+}
 
 static int answer_n(sp_http_response_t *res, const char *type, const char *body, size_t len)
 {
@@ -37,14 +47,17 @@ static int fixed_answer(sp_http_request_t *req, sp_http_response_t *res, void *a
 {
     (void)req;
     const fixed_t *f = arg;
-    return answer_n(res, f->type, f->body, f->len);
+    if (!f->type_line)
+        return answer_n(res, f->type, f->body, f->len);
+    int rc = sp_http_response_add_prepared(res, f->type_line);
+    return rc < 0 ? rc : sp_http_response_set_body(res, f->body, f->len);
 }
 
 void app_add_hello_routes(sp_http_router_t *r)
 {
-    sp_http_router_add(r, SP_HTTP_EXACT, "/plaintext", SP_HTTP_M_GET, fixed_answer,
-                       (void *)&plaintext);
-    sp_http_router_add(r, SP_HTTP_EXACT, "/json", SP_HTTP_M_GET, fixed_answer, (void *)&json);
+    pthread_once(&fixed_once, prepare_fixed);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/plaintext", SP_HTTP_M_GET, fixed_answer, &plaintext);
+    sp_http_router_add(r, SP_HTTP_EXACT, "/json", SP_HTTP_M_GET, fixed_answer, &json);
 }
 
 bool app_parse_int(const char *text, int min, int max, int *out)

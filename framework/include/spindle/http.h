@@ -157,6 +157,16 @@ int sp_http_response_add_header(sp_http_response_t *res, const char *name,
                                 const char *value);
 int sp_http_response_set_header(sp_http_response_t *res, const char *name,
                                 const char *value);
+/* A header line checked and formatted once, for a handler that adds the
+ * same header to many responses: adding it is then one copy. The rules of
+ * add_header apply when it is made; NULL with errno EINVAL, EPERM or
+ * ENOMEM. It does not change and may be used from any thread at once;
+ * free it once no handler will add it again. */
+typedef struct sp_http_header sp_http_header_t;
+sp_http_header_t *sp_http_header_new(const char *name, const char *value);
+void sp_http_header_free(sp_http_header_t *h);
+/* sp_http_response_add_header(res, name, value) with h's. */
+int sp_http_response_add_prepared(sp_http_response_t *res, const sp_http_header_t *h);
 /* Buffered body: replaced by set_body, extended by append. Sent with
  * Content-Length when the handler returns. 0 or -ENOMEM. */
 int sp_http_response_set_body(sp_http_response_t *res, const void *p, size_t n);

@@ -8,6 +8,7 @@
  * responses); big ones go out from where they are, in the same sendmsg. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -145,21 +146,64 @@ static int parse_length(const char *v, uint64_t *out)
     return 0;
 }
 
-/* Whether the handler may add this header now (0 or the -errno), and the
- * lengths of its name (a token) and value (no CR or LF). Inline, its
- * checks too: handlers add a header or two to every response. */
-static inline int header_allowed(const sp_http_response_t *res, const char *name,
-                                 const char *value, size_t *n, size_t *v)
+/* Whether a header may be added (0 or the -errno), and the lengths of its
+ * name (a token) and value (no CR or LF). Inline, its checks too: handlers
+ * add a header or two to every response. */
+static inline int header_valid(const char *name, const char *value, size_t *n, size_t *v)
 {
-    if (res->started)
-        return -EALREADY;
     *n = strlen(name);
     *v = strlen(value);
     if (!*n || !sp__http_all_have(sp__http_byte_class, name, *n, SP__HTTP_TCHAR) ||
         !sp__http_all_have(sp__http_byte_class, value, *v, SP__HTTP_VALUE))
         return -EINVAL;
-    if (server_owned(name, *n))
-        return -EPERM;
+    return server_owned(name, *n) ? -EPERM : 0;
+}
+
+static inline int header_allowed(const sp_http_response_t *res, const char *name,
+                                 const char *value, size_t *n, size_t *v)
+{
+    return res->started ? -EALREADY : header_valid(name, value, n, v);
+}
+
+/* "name: value\r\n" at dst (n + v + 4 bytes). */
+static void format_line(char *dst, const char *name, size_t n, const char *value, size_t v)
+{
+    sp__copy(dst, name, n);
+    memcpy(dst + n, ": ", 2);
+    sp__copy(dst + n + 2, value, v);
+    memcpy(dst + n + 2 + v, "\r\n", 2);
+}
+
+/* A Content-Length header's value (*length) when name is one: -EINVAL for
+ * a bad value; 0 otherwise. */
+static int length_of(const char *name, size_t n, const char *value, bool *is_length,
+                     uint64_t *length)
+{
+    *is_length = n == 14 && sp__http_named(name, "content-length");
+    return *is_length && parse_length(value, length) < 0 ? -EINVAL : 0;
+}
+
+static void note_length(sp_http_response_t *res, bool is_length, uint64_t length)
+{
+    if (is_length) {
+        res->length = length;
+        res->has_length = true;
+    }
+}
+
+/* Append a header line formatted at line (len bytes); a Content-Length
+ * one sets the response's length, once. */
+static int append_line(sp_http_response_t *res, const char *line, size_t len,
+                       bool is_length, uint64_t length)
+{
+    if (is_length && res->has_length)
+        return -EINVAL;
+    char *dst = sp__buf_reserve(&res->head, len);
+    if (!dst)
+        return -ENOMEM;
+    sp__copy(dst, line, len);
+    sp__buf_commit(&res->head, len);
+    note_length(res, is_length, length);
     return 0;
 }
 
@@ -167,19 +211,56 @@ static inline int header_allowed(const sp_http_response_t *res, const char *name
 static int append_header(sp_http_response_t *res, const char *name,
                          const char *value, size_t n, size_t v)
 {
-    bool is_length = n == 14 && sp__http_named(name, "content-length");
-    if (is_length && (res->has_length || parse_length(value, &res->length) < 0))
+    bool is_length;
+    uint64_t length = 0;
+    if (length_of(name, n, value, &is_length, &length) < 0 || (is_length && res->has_length))
         return -EINVAL;
     char *dst = sp__buf_reserve(&res->head, n + v + 4);
     if (!dst)
         return -ENOMEM;
-    sp__copy(dst, name, n);
-    memcpy(dst + n, ": ", 2);
-    sp__copy(dst + n + 2, value, v);
-    memcpy(dst + n + 2 + v, "\r\n", 2);
+    format_line(dst, name, n, value, v);
     sp__buf_commit(&res->head, n + v + 4);
-    res->has_length |= is_length;
+    note_length(res, is_length, length);
     return 0;
+}
+
+struct sp_http_header {
+    bool is_length;
+    uint64_t length;
+    size_t len;
+    char line[]; /* "name: value\r\n" */
+};
+
+sp_http_header_t *sp_http_header_new(const char *name, const char *value)
+{
+    size_t n, v;
+    bool is_length;
+    uint64_t length = 0;
+    int rc = !name || !value ? -EINVAL : header_valid(name, value, &n, &v);
+    if (!rc)
+        rc = length_of(name, n, value, &is_length, &length);
+    sp_http_header_t *h = rc ? NULL : malloc(sizeof *h + n + v + 4);
+    if (!h) {
+        errno = rc ? -rc : ENOMEM;
+        return NULL;
+    }
+    *h = (sp_http_header_t){is_length, length, n + v + 4};
+    format_line(h->line, name, n, value, v);
+    return h;
+}
+
+void sp_http_header_free(sp_http_header_t *h)
+{
+    free(h);
+}
+
+int sp_http_response_add_prepared(sp_http_response_t *res, const sp_http_header_t *h)
+{
+    if (!h)
+        return -EINVAL;
+    if (res->started)
+        return -EALREADY;
+    return append_line(res, h->line, h->len, h->is_length, h->length);
 }
 
 int sp_http_response_add_header(sp_http_response_t *res, const char *name,
