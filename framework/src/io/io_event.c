@@ -207,12 +207,13 @@ typedef struct armed {
     uint32_t seq;
 } armed_t;
 
-static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
+/* The waiter off the watches it is still armed on (a wait that ended by
+ * its timeout, an interrupt or another of its fds). External, so that it
+ * is not inlined into the waits: their frame, which a parked fiber keeps,
+ * stays small enough to be inlined itself. */
+void sp__io_withdraw(const void *armed, int n, io_waiter_t *waiter)
 {
-    /* The waiter was promised before it was marked unarmed, and the fiber
-     * settles (waits for every promiser) after this. */
-    if (atomic_load_explicit(&waiter->unarmed, memory_order_relaxed) == n)
-        return;
+    const armed_t *a = armed;
     for (int i = 0; i < n; i++) {
         sp__spin_lock(&a[i].ctx->lock);
         sp__io_watch_t *w = a[i].ctx->watch[a[i].dir];
@@ -220,6 +221,14 @@ static void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
             w->waiter = NULL; /* stays started: the next wait reuses it */
         sp__spin_unlock(&a[i].ctx->lock);
     }
+}
+
+static inline void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
+{
+    /* The waiter was promised before it was marked unarmed, and the fiber
+     * settles (waits for every promiser) after this. */
+    if (atomic_load_explicit(&waiter->unarmed, memory_order_relaxed) != n)
+        sp__io_withdraw(a, n, waiter);
 }
 
 /* sp_fiber_interrupt's way into an fd wait. A wait with several wakers

@@ -76,6 +76,10 @@ static inline struct ev_loop *loop_of(const sp__io_watch_t *w)
     return w->iom->w[w->owner]->loop;
 }
 
+/* io_event.c: take waiter off the n watches of its wait (armed_t[n]) that
+ * still have it. */
+void sp__io_withdraw(const void *armed, int n, io_waiter_t *waiter);
+
 /* The task that runs a callback event (io_watch.c). */
 void sp__io_run_callback(void *p);
 
