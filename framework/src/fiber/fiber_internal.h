@@ -129,10 +129,10 @@ void sp__side_call(void (*fn)(void *), void *arg);
 sp__thread_t *sp__thread(void);
 /* sp__thread()'s first call on a thread: allocates its state. */
 sp__thread_t *sp__thread_first(void);
-/* Same, or NULL if not yet initialised; async-signal-safe. Inline, for
- * code that does not switch fibers (every hooked call asks): a fiber that
- * switched may be on another thread, so the value is not kept across a
- * switch. */
+/* Same, or NULL if not yet initialised; async-signal-safe. Inline (every
+ * hooked call and every wait asks), so only for a function that uses the
+ * value before it switches fibers, if it does, never after: a fiber that
+ * switched may be on another thread. */
 extern _Thread_local sp__thread_t *sp__thread_self;
 static inline sp__thread_t *sp__thread_peek(void)
 {

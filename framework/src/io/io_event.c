@@ -381,8 +381,9 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
                            bool *interrupted)
 {
     *interrupted = false;
-    sp__thread_t *t = sp__thread();
-    sp__worker_t *self = t->worker;
+    /* Read before the wait only: after it this fiber may be elsewhere. */
+    sp__thread_t *t = sp__thread_peek();
+    sp__worker_t *self = t ? t->worker : NULL;
     sp_iomanager_t *io = self ? sp__iom_of(self->s) : NULL;
     if (!io || t->current == &t->root)
         return -EPERM;

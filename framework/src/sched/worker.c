@@ -575,8 +575,9 @@ int sp_yield(void)
 
 int sp__park(void)
 {
-    sp__thread_t *t = sp__thread();
-    struct sp_fiber *f = current_task(t);
+    /* Inline, and read before the switch only. */
+    sp__thread_t *t = sp__thread_peek();
+    struct sp_fiber *f = t ? current_task(t) : NULL;
     if (!f)
         return -EPERM;
     int expect = SP_PARK_RUNNING;
