@@ -183,28 +183,24 @@ static int length_of(const char *name, size_t n, const char *value, bool *is_len
     return *is_length && parse_length(value, length) < 0 ? -EINVAL : 0;
 }
 
-static void note_length(sp_http_response_t *res, bool is_length, uint64_t length)
+/* Room at the end of the handler's header lines for one line of len
+ * bytes, or NULL with *rc: -EINVAL for a second Content-Length, -ENOMEM. */
+static char *line_room(sp_http_response_t *res, size_t len, bool is_length, int *rc)
 {
+    char *dst = is_length && res->has_length ? NULL : sp__buf_reserve(&res->head, len);
+    *rc = dst ? 0 : is_length && res->has_length ? -EINVAL : -ENOMEM;
+    return dst;
+}
+
+/* The line filled in at line_room() joins the headers; a Content-Length
+ * one fixes the response's length. */
+static void line_done(sp_http_response_t *res, size_t len, bool is_length, uint64_t length)
+{
+    sp__buf_commit(&res->head, len);
     if (is_length) {
         res->length = length;
         res->has_length = true;
     }
-}
-
-/* Append a header line formatted at line (len bytes); a Content-Length
- * one sets the response's length, once. */
-static int append_line(sp_http_response_t *res, const char *line, size_t len,
-                       bool is_length, uint64_t length)
-{
-    if (is_length && res->has_length)
-        return -EINVAL;
-    char *dst = sp__buf_reserve(&res->head, len);
-    if (!dst)
-        return -ENOMEM;
-    sp__copy(dst, line, len);
-    sp__buf_commit(&res->head, len);
-    note_length(res, is_length, length);
-    return 0;
 }
 
 /* Append a header line that header_allowed() accepted (n, v: lengths). */
@@ -213,14 +209,14 @@ static int append_header(sp_http_response_t *res, const char *name,
 {
     bool is_length;
     uint64_t length = 0;
-    if (length_of(name, n, value, &is_length, &length) < 0 || (is_length && res->has_length))
+    int rc;
+    if (length_of(name, n, value, &is_length, &length) < 0)
         return -EINVAL;
-    char *dst = sp__buf_reserve(&res->head, n + v + 4);
+    char *dst = line_room(res, n + v + 4, is_length, &rc);
     if (!dst)
-        return -ENOMEM;
+        return rc;
     format_line(dst, name, n, value, v);
-    sp__buf_commit(&res->head, n + v + 4);
-    note_length(res, is_length, length);
+    line_done(res, n + v + 4, is_length, length);
     return 0;
 }
 
@@ -260,7 +256,13 @@ int sp_http_response_add_prepared(sp_http_response_t *res, const sp_http_header_
         return -EINVAL;
     if (res->started)
         return -EALREADY;
-    return append_line(res, h->line, h->len, h->is_length, h->length);
+    int rc;
+    char *dst = line_room(res, h->len, h->is_length, &rc);
+    if (!dst)
+        return rc;
+    sp__copy(dst, h->line, h->len);
+    line_done(res, h->len, h->is_length, h->length);
+    return 0;
 }
 
 int sp_http_response_add_header(sp_http_response_t *res, const char *name,
