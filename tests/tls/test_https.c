@@ -207,14 +207,8 @@ int main(void)
 {
     tls_certs_make();
     Suite *s = suite_create("https");
-    TCase *tc = tcase_create("https");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, curl_get_keepalive_and_range);
-    tcase_add_test(tc, python_file_pipelining_and_wss);
-    tcase_add_test(tc, plain_http_to_the_tls_port_is_dropped);
-    tcase_add_test(tc, ktls_static_file_and_range);
-    suite_add_tcase(s, tc);
-    int rc = sp_test_run(s);
-    tls_certs_remove();
-    return rc;
+    SP_TEST_CASE(s, "https", 120, NULL, NULL, curl_get_keepalive_and_range,
+                 python_file_pipelining_and_wss, plain_http_to_the_tls_port_is_dropped,
+                 ktls_static_file_and_range);
+    return tls_suite_run(s);
 }

@@ -413,22 +413,11 @@ int main(void)
 {
     tls_certs_make();
     Suite *s = suite_create("https_client");
-    TCase *tc = tcase_create("https_client");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, https_get_post_on_one_connection);
-    tcase_add_test(tc, https_pool_keys_on_the_scheme);
-    tcase_add_test(tc, https_verifies_the_certificate);
-    tcase_add_test(tc, https_checks_the_host_name);
-    tcase_add_test(tc, https_handshake_within_connect_timeout);
-    tcase_add_test(tc, https_client_shared_by_fibers);
-    tcase_add_test(tc, wss_echo);
-    suite_add_tcase(s, tc);
-    TCase *python = tcase_create("python");
-    tcase_set_timeout(python, 60);
+    SP_TEST_CASE(s, "https_client", 120, NULL, NULL, https_get_post_on_one_connection,
+                 https_pool_keys_on_the_scheme, https_verifies_the_certificate,
+                 https_checks_the_host_name, https_handshake_within_connect_timeout,
+                 https_client_shared_by_fibers, wss_echo);
+    TCase *python = SP_TEST_CASE(s, "python", 60, NULL, NULL, wss_against_python_websockets);
     tcase_add_unchecked_fixture(python, py_start, py_stop);
-    tcase_add_test(python, wss_against_python_websockets);
-    suite_add_tcase(s, python);
-    int rc = sp_test_run(s);
-    tls_certs_remove();
-    return rc;
+    return tls_suite_run(s);
 }

@@ -395,8 +395,7 @@ int main(void)
                  reload_under_a_live_connection);
     TCase *tc = SP_TEST_CASE(s, "s_server", 60, NULL, NULL, connect_to_openssl_s_server);
     tcase_add_unchecked_fixture(tc, s_server_start, NULL);
-    int rc = sp_test_run(s);
+    int rc = tls_suite_run(s);
     rs_stop(&ossl);
-    tls_certs_remove();
     return rc;
 }

@@ -348,7 +348,5 @@ int main(void)
                              after_a_failed_ktls_write_shutdown_sends_nothing);
     tcase_add_loop_test(tc, sendfile_to_python_whole_and_range, 0, 2);
     tcase_add_loop_test(tc, sendfile_through_small_socket_buffers, 0, 2);
-    int rc = sp_test_run(s);
-    tls_certs_remove();
-    return rc;
+    return tls_suite_run(s);
 }

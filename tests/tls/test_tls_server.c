@@ -297,7 +297,5 @@ int main(void)
     SP_TEST_CASE(s, "min_version", 120, NULL, NULL, min_version_tls13_refuses_tls12);
     SP_TEST_CASE(s, "hostile", 180, start_ab, stop, garbage_instead_of_a_client_hello_is_closed,
                  a_thousand_clients_leaving_mid_handshake_leak_nothing);
-    int rc = sp_test_run(s);
-    tls_certs_remove();
-    return rc;
+    return tls_suite_run(s);
 }

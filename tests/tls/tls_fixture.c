@@ -38,6 +38,13 @@ void tls_certs_remove(void)
         fprintf(stderr, "%s failed\n", cmd);
 }
 
+int tls_suite_run(Suite *s)
+{
+    int rc = sp_test_run(s);
+    tls_certs_remove();
+    return rc;
+}
+
 const char *tls_file(const char *name)
 {
     static char paths[8][320];

@@ -12,6 +12,7 @@
 #ifndef SP_TLS_FIXTURE_H
 #define SP_TLS_FIXTURE_H
 
+#include <check.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +52,8 @@ typedef struct tls_server {
  * the tests fork), removed by tls_certs_remove. */
 void tls_certs_make(void);
 void tls_certs_remove(void);
+/* sp_test_run(s), then tls_certs_remove(): a TLS test program's end. */
+int tls_suite_run(Suite *s);
 /* The path of a file there ("a.pem", "ca1.pem"); the last 8 stay valid. */
 const char *tls_file(const char *name);
 
