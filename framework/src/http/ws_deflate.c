@@ -33,14 +33,15 @@ sp__ws_z_t *sp__ws_z_new(const sp__ws_pmd_t *p, bool client)
     if (!z)
         return NULL;
     int ours = client ? p->client_bits : p->server_bits;
-    int theirs = client ? p->server_bits : p->client_bits;
     z->out_reset = client ? p->client_no_takeover : p->server_no_takeover;
     z->in_reset = client ? p->server_no_takeover : p->client_no_takeover;
-    /* A bigger window than the peer's is fine for inflating; zlib's
-     * smallest raw one is 9 bits on either side. */
-    if (theirs < 9)
-        theirs = 9;
-    if (inflateInit2(&z->in, -theirs) != Z_OK) {
+    /* Inflate with the format's whole window, whatever the peer agreed
+     * to: zlib checks a match's distance against its window plus what the
+     * current call has written, so with a smaller window a peer reaching
+     * past the one it agreed to would be refused or not depending on
+     * where the reads split its bytes. With 32 KiB no distance is past
+     * the window, and only one before the stream's start is refused. */
+    if (inflateInit2(&z->in, -MAX_WBITS) != Z_OK) {
         free(z);
         return NULL;
     }
