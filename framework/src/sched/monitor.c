@@ -6,7 +6,7 @@
  * Cost on the hot path: a worker publishes each task it starts (fiber id,
  * name, an odd sequence number) and bumps the sequence again when the task
  * switches out, with plain relaxed stores on a cache line only it writes
- * (worker.c, publish_start). This thread samples every stall/2: a
+ * (scheduler_monitor.c, sp__sched_publish_start). This thread samples every stall/2: a
  * sequence that is odd and unchanged since a sample at least `stall` ago
  * means one fiber has held the worker all that time (libgo's Mark /
  * IsBlocking, without a clock read per switch). The id and name are read

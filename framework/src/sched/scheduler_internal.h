@@ -94,6 +94,9 @@ typedef struct sp__worker {
     struct sp_fiber **woken;
     unsigned nwoken, capwoken;
     unsigned woken_next; /* the next of `woken` to run, once collected */
+    /* Owner only: the fiber switching out that sp__park marked PARKED
+     * before the switch (worker.c, sp__park); its after_run leaves it. */
+    struct sp_fiber *parked_out;
     _Atomic uint64_t tasks_run, switches, steals;
     _Atomic uint64_t polls, idle_ns; /* owner-written, like the three above */
     void *ext; /* the extension's per-worker state */
@@ -156,7 +159,10 @@ static inline bool sp__sched_stopped(const sp_scheduler_t *s)
  * RUNNING, PERMIT (woken while running), PARKING (switching out), WOKEN
  * (woken while switching out) or PARKED. Only the worker that finished
  * switching the fiber out moves PARKING -> PARKED (worker.c, after_run),
- * and only a wake that sees PARKED queues the fiber (sp__sched_wake_claim),
+ * unless no other worker may ever run the fiber (without migrate_stuck):
+ * then it parks as PARKED at once, since its own worker, the only one a
+ * wake can queue it for, is busy switching it out until that is done.
+ * Only a wake that sees PARKED queues the fiber (sp__sched_wake_claim),
  * so a fiber is queued exactly once per park and never runs on two
  * threads (sylar issue 24). */
 enum {
@@ -263,6 +269,9 @@ void sp__sched_caller_loop(void *w);
 /* scheduler_monitor.c: on an extra worker asked to retire, whether it may
  * leave now (then nothing more is queued on it). */
 bool sp__sched_try_leave(sp__worker_t *w);
+/* scheduler_monitor.c: tell the monitor which fiber w starts running
+ * (while the monitor is on). */
+void sp__sched_publish_start(sp__worker_t *w, const struct sp_fiber *f);
 
 /* steal.c: work from other workers, for an idle worker (steal) or for a
  * worker the monitor flagged stuck (rescue); true with a task in *out. */

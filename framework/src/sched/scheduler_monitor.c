@@ -4,8 +4,8 @@
  * knows nothing else of the scheduler; what each call does to the workers
  * is here.
  *
- * The samples are the seqlock the worker writes in worker.c,
- * publish_start: run_seq is odd while a task runs and grows by 2 per
+ * The samples are the seqlock the worker writes (worker.c, run_task, and
+ * sp__sched_publish_start below): run_seq is odd while a task runs and grows by 2 per
  * task; the id and name are read between two loads of it and dropped if
  * it moved, so a fiber that finished and was freed is never touched.
  */
@@ -193,4 +193,26 @@ int sp__sched_monitor_start(sp_scheduler_t *s)
 void sp__sched_monitor_stop(sp_scheduler_t *s)
 {
     sp__monitor_stop(s->mon);
+}
+
+/* Tell the monitor which fiber runs (owner-only relaxed stores). The name
+ * is copied because the monitor must not touch a fiber that may finish
+ * and be freed meanwhile; function tasks are all called "task". The seq
+ * is bumped last (release) so a sampler that sees it also sees the rest. */
+void sp__sched_publish_start(sp__worker_t *w, const struct sp_fiber *f)
+{
+    /* Orders these stores after the previous task's end (seqlock). */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->run_fid, f->id, memory_order_relaxed);
+    if (f->pooled) {
+        atomic_store_explicit(&w->run_name[0], 0, memory_order_relaxed);
+    } else {
+        uint64_t words[4];
+        memcpy(words, f->name, sizeof words);
+        for (int i = 0; i < 4; i++)
+            atomic_store_explicit(&w->run_name[i], words[i],
+                                  memory_order_relaxed);
+    }
+    atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
+                          memory_order_relaxed) + 1, memory_order_release);
 }

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 /* ---- queues and wake-ups ------------------------------------------------ */
@@ -336,6 +335,10 @@ static void after_run(sp__worker_t *w, struct sp_fiber *f)
         retire(w, f);
         return;
     }
+    if (w->parked_out == f) { /* parked as PARKED: a wake queues it */
+        w->parked_out = NULL;
+        return;
+    }
     int p = atomic_load(&f->park);
     if (p == SP_PARK_PARKING || p == SP_PARK_WOKEN) {
         int expect = SP_PARK_PARKING;
@@ -350,8 +353,6 @@ void sp__sched_requeue(sp__worker_t *self, struct sp_fiber *f)
 {
     requeue(self, f);
 }
-
-static void publish_start(sp__worker_t *w, const struct sp_fiber *f);
 
 /* Out of memory to start a task: keep it and retry after a pause instead
  * of dropping it or spinning. */
@@ -391,7 +392,7 @@ static void run_task(sp__worker_t *w, const sp__task_t *task)
     }
     sp__sched_bump(&w->switches, 1);
     if (w->s->monitored)
-        publish_start(w, f);
+        sp__sched_publish_start(w, f);
     sp__fiber_resume_cold(w->fibers, f);
     /* Whoever switched back: f, or a fiber f handed the thread to. */
     f = w->fibers->prev;
@@ -399,28 +400,6 @@ static void run_task(sp__worker_t *w, const sp__task_t *task)
         atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
                               memory_order_relaxed) + 1, memory_order_relaxed);
     after_run(w, f);
-}
-
-/* Tell the monitor which fiber runs (owner-only relaxed stores). The name
- * is copied because the monitor must not touch a fiber that may finish
- * and be freed meanwhile; function tasks are all called "task". The seq
- * is bumped last (release) so a sampler that sees it also sees the rest. */
-static void publish_start(sp__worker_t *w, const struct sp_fiber *f)
-{
-    /* Orders these stores after the previous task's end (seqlock). */
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&w->run_fid, f->id, memory_order_relaxed);
-    if (f->pooled) {
-        atomic_store_explicit(&w->run_name[0], 0, memory_order_relaxed);
-    } else {
-        uint64_t words[4];
-        memcpy(words, f->name, sizeof words);
-        for (int i = 0; i < 4; i++)
-            atomic_store_explicit(&w->run_name[i], words[i],
-                                  memory_order_relaxed);
-    }
-    atomic_store_explicit(&w->run_seq, atomic_load_explicit(&w->run_seq,
-                          memory_order_relaxed) + 1, memory_order_release);
 }
 
 static bool next_task(sp__worker_t *w, sp__task_t *task)
@@ -580,11 +559,17 @@ int sp__park(void)
     struct sp_fiber *f = t ? current_task(t) : NULL;
     if (!f)
         return -EPERM;
+    /* Straight to PARKED when only this worker may run f (see f->park):
+     * after_run has no compare-and-swap to make then. */
+    bool direct = !f->sched->migrate_stuck;
     int expect = SP_PARK_RUNNING;
-    if (!atomic_compare_exchange_strong(&f->park, &expect, SP_PARK_PARKING)) {
+    if (!atomic_compare_exchange_strong(&f->park, &expect,
+                                        direct ? SP_PARK_PARKED : SP_PARK_PARKING)) {
         atomic_store(&f->park, SP_PARK_RUNNING); /* consume the early wake */
         return 0;
     }
+    if (direct)
+        ((sp__worker_t *)t->worker)->parked_out = f;
     return switch_out(t, f);
 }
 
