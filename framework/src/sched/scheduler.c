@@ -11,6 +11,8 @@
  */
 #include "scheduler_internal.h"
 
+#include "base/fence.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +161,7 @@ int sp__sched_init(sp_scheduler_t *s, const char *name, int threads,
 {
     if (threads < 1 || threads > 1024)
         return -EINVAL;
+    sp__fence_asym_init(); /* before any of its fibers waits (waiter.c) */
     memset(s, 0, sizeof *s);
     s->ops.idle = base_idle;
     s->ops.tickle = base_tickle;

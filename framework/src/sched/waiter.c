@@ -14,10 +14,19 @@
  * fiber checks for a pending interrupt (or park wake) after publishing,
  * the other side publishes its flag before looking at cur_wait: one of
  * the two always sees the other.
+ *
+ * Those are two store-then-load pairs on the fiber's side (publish, then
+ * look for an interrupt; withdraw, then look for takers), each needing a
+ * store-load fence. For every wait but an sp_park the fiber makes them
+ * with plain stores and a compiler fence, and a taker that may run beside
+ * it (another thread) makes every thread fence first (base/fence.h): an
+ * interrupt is rare, a wait is per message. sp_park keeps the locked
+ * instructions, since its taker, sp_wake, is as common as it is.
  */
 #include <errno.h>
 
 #include "base/clock.h"
+#include "base/fence.h"
 #include "scheduler_internal.h"
 
 void sp__waiter_init(sp__waiter_t *w)
@@ -86,11 +95,31 @@ void sp__waiter_deliver_on(sp__waiter_t *w, sp__worker_t *self)
         sp__sched_requeue_home(self, f);
 }
 
+/* Whether the calling thread may run at the same time as f, which then
+ * has to be made to fence (see the top): not f itself, nor f's worker's
+ * thread when f can run nowhere else (no migrate_stuck). */
+static bool runs_beside(const struct sp_fiber *f)
+{
+    const sp__thread_t *t = sp__thread_peek();
+    if (t && t->current == f)
+        return false;
+    return f->sched->migrate_stuck || !t || t->worker != (void *)home_of(f);
+}
+
+/* Before a taker looks at f's published wait. */
+static void order_with(const struct sp_fiber *f)
+{
+    if (sp__fence_asym() && runs_beside(f))
+        sp__fence_heavy();
+}
+
 bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
 {
     sp__waiter_t *w = NULL;
     int r = SP_CANCEL_LATE;
     atomic_fetch_add(&f->wait_busy, 1);
+    if (!park_only) /* an sp_park's wait fences itself */
+        order_with(f);
     uintptr_t v = atomic_load(&f->cur_wait);
     while (v && (!park_only || (v & 1))) {
         if (atomic_compare_exchange_weak(&f->cur_wait, &v, 0)) {
@@ -128,8 +157,10 @@ void sp__fiber_deliver_interrupt(struct sp_fiber *f)
          * came, which its sender delivers). The fiber may have published
          * a wait meanwhile and looked while we held it: look again. */
         int none = 0;
-        if (!atomic_compare_exchange_strong(&f->intr, &none, e) ||
-            !atomic_load(&f->cur_wait))
+        if (!atomic_compare_exchange_strong(&f->intr, &none, e))
+            return;
+        order_with(f);
+        if (!atomic_load(&f->cur_wait))
             return;
     }
 }
@@ -172,8 +203,16 @@ void sp__waiter_wait(sp__waiter_t *w)
     f->wait_kind = w->kind;
     f->wait_fd = w->fd;
     f->wait_ticks = sp__ticks();
+    /* Publish and withdraw with plain stores (see the top), but an
+     * sp_park's. */
+    bool light = !w->park && sp__fence_asym();
     if (w->cancel) {
-        atomic_store(&f->cur_wait, (uintptr_t)w | w->park);
+        if (light) {
+            atomic_store_explicit(&f->cur_wait, (uintptr_t)w, memory_order_release);
+            sp__fence_light();
+        } else {
+            atomic_store(&f->cur_wait, (uintptr_t)w | w->park);
+        }
         early_end(f, w);
         if (f->deadline_ns)
             arm_deadline(f, &tid);
@@ -187,8 +226,16 @@ void sp__waiter_wait(sp__waiter_t *w)
     /* It runs on this thread: once cancel fails, it has completed. */
     if (tid)
         f->sched->ops.timer_cancel(f->sched, tid);
-    /* Taken by someone else: they may still be in w->cancel. */
-    if (w->cancel && !atomic_exchange(&f->cur_wait, 0))
-        while (atomic_load(&f->wait_busy))
-            sp_yield();
+    /* Taken by someone else: they may still be in w->cancel. Withdrawn
+     * lightly, any taker still counted may be in it. */
+    if (!w->cancel)
+        return;
+    if (light) {
+        atomic_store_explicit(&f->cur_wait, 0, memory_order_release);
+        sp__fence_light();
+    } else if (atomic_exchange(&f->cur_wait, 0)) {
+        return;
+    }
+    while (atomic_load(&f->wait_busy))
+        sp_yield();
 }
