@@ -158,21 +158,29 @@ static sp_http_method_t method_of(unsigned m)
     }
 }
 
+/* A response without a body: the answer to a HEAD, and 1xx, 204 and 304
+ * answers, which end at their blank line whatever length they announce
+ * (RFC 9112 6.3; a 304 may carry the Content-Length of what it stands
+ * for). */
+static bool bodiless(const sp_http_request_t *r, const http_parser *p)
+{
+    unsigned s = p->status_code;
+    return r->skip_body || s < 200 || s == 204 || s == 304;
+}
+
 /* The client's side: a response's headers. Returning 1 tells http-parser
- * there is no body: the answer to a HEAD, and 1xx, 204 and 304 answers,
- * which end at their blank line whatever length they announce (RFC 9112
- * 6.3; a 304 may carry the Content-Length of what it stands for). */
+ * there is no body. */
 static int response_headers_complete(sp_http_request_t *r, http_parser *p)
 {
     r->status = (int)p->status_code;
     if (p->http_major != 1)
         return sp__http_fail(r, 505); /* not an HTTP/1 answer */
-    bool bodiless = r->skip_body || r->status < 200 || r->status == 204 || r->status == 304;
-    if (!bodiless && (p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
+    bool none = bodiless(r, p);
+    if (!none && (p->flags & F_CONTENTLENGTH) && p->content_length > r->opts->max_body)
         return sp__http_fail(r, 413);
     r->keep_alive = http_should_keep_alive(p);
     r->headers_done = true;
-    return bodiless ? 1 : 0;
+    return none ? 1 : 0;
 }
 
 static int on_headers_complete(http_parser *p)
@@ -288,6 +296,15 @@ static int count_value(http_parser *p, const char *at, size_t n)
     return count_header_bytes(r, n);
 }
 
+/* The replayed head ends: the lines after it (a chunked body's trailers)
+ * count as trailers did, and the body is read or skipped as it was. */
+static int count_headers_done(http_parser *p)
+{
+    sp_http_request_t *r = req_of(p);
+    r->headers_done = true;
+    return p->type == HTTP_RESPONSE && bodiless(r, p) ? 1 : 0;
+}
+
 static http_parser_settings counting;
 
 /* What the parser and the limits stood at before a feed. */
@@ -295,6 +312,7 @@ typedef struct {
     http_parser parser;
     size_t target_len, header_bytes, nheaders;
     int last;
+    bool headers_done;
 } before_feed_t;
 
 /* http-parser hands a token to its callback when the token ends or the
@@ -312,6 +330,7 @@ static int limit_before_error(sp_http_request_t *r, const before_feed_t *b,
     r->header_bytes = b->header_bytes;
     r->nheaders = b->nheaders;
     r->last = b->last;
+    r->headers_done = b->headers_done;
     r->error = 0;
     http_parser_execute(&replay, &counting, p, used);
     return r->error;
@@ -332,6 +351,7 @@ static void settings_init(void)
     counting.on_url = count_url;
     counting.on_header_field = count_field;
     counting.on_header_value = count_value;
+    counting.on_headers_complete = count_headers_done;
 }
 
 void sp__http_msg_init(sp_http_request_t *r, const sp_http_server_opts_t *opts,
@@ -432,7 +452,8 @@ size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
         *state = SP__HTTP_FAILED;
         return 0;
     }
-    before_feed_t before = {r->parser, r->target_len, r->header_bytes, r->nheaders, r->last};
+    before_feed_t before = {r->parser, r->target_len, r->header_bytes, r->nheaders, r->last,
+                            r->headers_done};
     size_t used = http_parser_execute(&r->parser, &settings, p, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
     if (e == HPE_PAUSED) {
