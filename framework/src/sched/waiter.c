@@ -122,6 +122,11 @@ bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
         order_with(f);
     uintptr_t v = atomic_load(&f->cur_wait);
     while (v && (!park_only || (v & 1))) {
+        /* A wake ends a park only while its token is there: if an
+         * sp_park took the token on its way in, the wake must not end the
+         * park that fiber starts next as well (two returns for one wake). */
+        if (park_only && !atomic_load(&f->uwake))
+            break;
         if (atomic_compare_exchange_weak(&f->cur_wait, &v, 0)) {
             w = (sp__waiter_t *)(v & ~(uintptr_t)1);
             r = w->cancel(w, result);
