@@ -204,6 +204,17 @@ static uint64_t idle_deadline(sp__http_conn_t *c, int64_t us)
     return us < 0 ? 0 : then + (uint64_t)us * 1000u;
 }
 
+/* When a request began, for the latency stats and the access log: a
+ * request already buffered when the last answer was laid out (pipelined)
+ * begins then, if nothing could wait since (a flush that waited, TLS, an
+ * access log line): one clock read fewer per pipelined request. */
+static uint64_t request_start(const sp__http_conn_t *c)
+{
+    if (c->answered_ns && !c->out.tls && !c->srv->access && c->out.waits == c->answered_waits)
+        return c->answered_ns;
+    return sp__now_ns();
+}
+
 /* Read until one request is complete (with stream_bodies: its headers).
  * 0, CLOSE, or an error status. */
 static int read_request(sp__http_conn_t *c, bool first)
@@ -212,8 +223,8 @@ static int read_request(sp__http_conn_t *c, bool first)
     uint64_t header_deadline = 0; /* set at the first wait */
     for (;;) {
         if (sp__buf_len(&c->in)) {
-            if (!begun) /* for the latency stats and the access log */
-                c->start_ns = sp__now_ns();
+            if (!begun)
+                c->start_ns = request_start(c);
             begun = true;
             int rc = parse_buffered(c);
             note_headers_done(c);

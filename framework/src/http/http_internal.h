@@ -328,11 +328,30 @@ int sp__http_router_add_owned(sp_http_router_t *r, sp_http_match_t kind,
 const char *sp__http_date_line(void);
 #define SP__HTTP_OK_LINE "HTTP/1.1 200 OK\r\n"
 #define SP__HTTP_SERVER_LINE_MAX (sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX)
+/* The start of most answers, SP__HTTP_OK_LINE, the server's line and the
+ * Date line, kept per thread like the Date line: one copy per answer. */
+typedef struct sp__http_ok {
+    time_t sec;
+    unsigned server; /* whose line it holds (0: none yet) */
+    size_t len;
+    char text[sizeof SP__HTTP_OK_LINE - 1 + SP__HTTP_SERVER_LINE_MAX + SP__HTTP_DATE_LINE_LEN];
+} sp__http_ok_t;
+extern _Thread_local sp__http_ok_t sp__http_ok;
+/* Rebuild it for `server` at `now`. */
+void sp__http_ok_build(const char *server_line, size_t server_len, unsigned server,
+                       time_t now);
 /* SP__HTTP_OK_LINE, the server's line (server_len bytes; `server`: the
- * server's id, never 0) and the Date line, in one string of *len bytes
- * kept per thread. */
-const char *sp__http_ok_head(const char *server_line, size_t server_len, unsigned server,
-                             size_t *len);
+ * server's id, never 0) and the Date line, in one string of *len bytes.
+ * Inline: every answer asks, and the cache is rebuilt once a second. */
+static inline const char *sp__http_ok_head(const char *server_line, size_t server_len,
+                                           unsigned server, size_t *len)
+{
+    time_t now = time(NULL);
+    if (now != sp__http_ok.sec || server != sp__http_ok.server)
+        sp__http_ok_build(server_line, server_len, server, now);
+    *len = sp__http_ok.len;
+    return sp__http_ok.text;
+}
 void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
 /* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
 time_t sp__http_date_parse(const char *s);
