@@ -134,16 +134,19 @@ static ssize_t read_idle(sp__http_conn_t *c, uint64_t deadline)
 /* A request's working memory is the thread's scratch (http_scratch.c)
  * from its first parsed byte until it is answered: a connection waiting
  * for its next request holds none, and a burst of new connections
- * allocates nothing for it. Given back once the request and the response
- * are reset. */
+ * allocates nothing for it. Borrowed while the request's text is empty,
+ * which means the whole set is: the header table holds offsets of names
+ * in the text, and the response's lines are laid out only after the
+ * request was read and are cleared with it. Given back once the request
+ * and the response are reset (all four empty). */
 static void lend_work(sp__http_conn_t *c, bool borrow)
 {
     sp_buf_t *const set[SP__WORK_BUFS] = {&c->req.text, &c->req.kvs, &c->res.head,
                                           &c->res.body};
-    if (borrow)
-        sp__http_work_borrow(set, &c->work_borrowed);
-    else
+    if (!borrow)
         sp__http_work_return(set, &c->work_borrowed);
+    else if (!sp__buf_len(&c->req.text))
+        sp__http_work_borrow(set, &c->work_borrowed);
 }
 
 /* Parse what is buffered. 0: a request is complete; a status: it failed;
