@@ -261,8 +261,6 @@ int64_t sp__http_left_us(uint64_t deadline_ns);
 /* A wait of us (< 0: none) cut short at until_ns (0: none): microseconds,
  * -1 for none, 0 once until_ns has passed. */
 int64_t sp__http_cut_us(int64_t us, uint64_t until_ns);
-/* Wait for readiness: sp_io_wait in a fiber, poll elsewhere. 0 or -errno. */
-int sp__http_wait(int fd, int event, int64_t timeout_us);
 /* Read up to `size` more bytes into `in`, over TLS when tls is set,
  * waiting until deadline_ns (0: none). A plain read that came back short
  * means the socket was emptied: the next call waits for readiness first
@@ -289,9 +287,9 @@ void sp__http_deadline_clear(sp__http_deadline_t *d);
  * did the deadline cancel it? */
 bool sp__http_deadline_expired(const sp__http_deadline_t *d);
 void sp__http_deadline_free(sp__http_deadline_t *d);
-/* sp__http_read_lent ending by
- * deadline (0: none), enforced by d's timer; d NULL: by each wait's own
- * timeout. -ETIMEDOUT at the deadline. */
+/* sp__http_read_lent ending by deadline (0: none), enforced by d's timer;
+ * d NULL: by each wait's own timeout. -ETIMEDOUT at the deadline
+ * (http_io.c). */
 ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,
                          bool *borrowed, size_t size, uint64_t deadline, bool *drained);
 
