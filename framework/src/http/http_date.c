@@ -47,31 +47,20 @@ const char *sp__http_date_line(void)
     return cache.line;
 }
 
-/* The start of most answers, "HTTP/1.1 200 OK\r\n", the server's line
- * and the Date line, kept the same way: one copy per answer. */
-static _Thread_local struct {
-    time_t sec;
-    unsigned server; /* whose line it holds (0: none yet) */
-    size_t len;
-    char text[sizeof SP__HTTP_OK_LINE - 1 + SP__HTTP_SERVER_LINE_MAX + SP__HTTP_DATE_LINE_LEN];
-} ok;
+_Thread_local sp__http_ok_t sp__http_ok;
 
-const char *sp__http_ok_head(const char *server_line, size_t server_len, unsigned server,
-                             size_t *len)
+void sp__http_ok_build(const char *server_line, size_t server_len, unsigned server,
+                       time_t now)
 {
-    time_t now = time(NULL);
-    if (now != ok.sec || server != ok.server) {
-        size_t n = sizeof SP__HTTP_OK_LINE - 1;
-        memcpy(ok.text, SP__HTTP_OK_LINE, n);
-        memcpy(ok.text + n, server_line, server_len);
-        n += server_len;
-        memcpy(ok.text + n, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
-        ok.len = n + SP__HTTP_DATE_LINE_LEN;
-        ok.sec = now;
-        ok.server = server;
-    }
-    *len = ok.len;
-    return ok.text;
+    sp__http_ok_t *ok = &sp__http_ok;
+    size_t n = sizeof SP__HTTP_OK_LINE - 1;
+    memcpy(ok->text, SP__HTTP_OK_LINE, n);
+    memcpy(ok->text + n, server_line, server_len);
+    n += server_len;
+    memcpy(ok->text + n, sp__http_date_line(), SP__HTTP_DATE_LINE_LEN);
+    ok->len = n + SP__HTTP_DATE_LINE_LEN;
+    ok->sec = now;
+    ok->server = server;
 }
 
 static int month_of(const char *m)

@@ -13,7 +13,6 @@
  * the connection on that thread: free() cancels it. The state is shared
  * through atomics and a reference count all the same, so a connection
  * whose fiber the monitor moved to another worker stays safe. */
-#include <errno.h>
 #include <stdlib.h>
 
 #include "http_internal.h"
@@ -131,15 +130,4 @@ void sp__http_deadline_free(sp__http_deadline_t *d)
     atomic_store(&d->at, 0);
     disarm(d);
     unref(d);
-}
-
-ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,
-                         bool *borrowed, size_t size, uint64_t deadline, bool *drained)
-{
-    if (!d)
-        return sp__http_read_lent(fd, tls, in, borrowed, size, deadline, drained);
-    sp__http_deadline_set(d, deadline);
-    ssize_t n = sp__http_read_lent(fd, tls, in, borrowed, size, 0, drained);
-    sp__http_deadline_clear(d);
-    return n == -ECANCELED && sp__http_deadline_expired(d) ? -ETIMEDOUT : n;
 }

@@ -75,11 +75,23 @@ static int check_lines_strict(sp_http_request_t *r, const char *from, const char
     /* The previous range ended with a CR, or with a line end. */
     if (r->cr_open != (*from == '\n') || (r->lf_open && is_blank(*from)))
         return sp__http_fail(r, 400);
-    const char *q = from;
-    for (; to - q >= 8; q += 8)
-        for (uint64_t m = low_bytes(load_le64(q)); m; m &= m - 1)
-            if (bad_line_byte(q + first_marked_byte(m), from, to))
+    const char *q = from, *words_end = from + ((size_t)(to - from) & ~(size_t)7);
+    for (; q != words_end; q += 8)
+        for (uint64_t m = low_bytes(load_le64(q)); m; m &= m - 1) {
+            unsigned k = first_marked_byte(m);
+            const char *p = q + k;
+            if (*p == '\r' && p + 1 < to && p[1] == '\n') {
+                /* A line end, checked as one: its LF's mark, next to the
+                 * CR's, goes with it (in the next eight bytes, the LF is
+                 * checked as any other). */
+                if (p + 2 < to && is_blank(p[2]))
+                    return sp__http_fail(r, 400);
+                if (k < 7)
+                    m &= m - 1;
+            } else if (bad_line_byte(p, from, to)) {
                 return sp__http_fail(r, 400);
+            }
+        }
     for (; q < to; q++)
         if (bad_line_byte(q, from, to))
             return sp__http_fail(r, 400);

@@ -6,6 +6,8 @@
 #include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 #include <strings.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -103,18 +105,33 @@ static inline bool sp__http_named(const char *name, const char *lower)
 {
     return (name[0] | 0x20) == lower[0] && !strcasecmp(name, lower);
 }
+/* Four bytes of s ORed with 0x20 each, as a word (any byte order: the
+ * words compared are loaded the same way). */
+static inline uint32_t sp__http_low4(const char *s)
+{
+    uint32_t w;
+    memcpy(&w, s, 4);
+    return w | 0x20202020u;
+}
 /* The same for a token of n bytes and a lower-case name of ln letters and
  * '-': in a token, only the same letter in either case, or '-' itself,
- * ORed with 0x20 gives such a byte. */
+ * ORed with 0x20 gives such a byte. Four bytes a step, the last step
+ * ending at the last byte (a name has four or more). */
 static inline bool sp__http_named_n(const char *name, size_t n, const char *lower,
                                     size_t ln)
 {
     if (n != ln)
         return false;
-    for (size_t i = 0; i < n; i++)
-        if ((name[i] | 0x20) != lower[i])
+    if (n < 4) {
+        for (size_t i = 0; i < n; i++)
+            if ((name[i] | 0x20) != lower[i])
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i + 4 < n; i += 4)
+        if (sp__http_low4(name + i) != sp__http_low4(lower + i))
             return false;
-    return true;
+    return sp__http_low4(name + n - 4) == sp__http_low4(lower + n - 4);
 }
 
 /* sp_http_request_keep_alive(), inline for the connection's own use. */
@@ -244,8 +261,6 @@ int64_t sp__http_left_us(uint64_t deadline_ns);
 /* A wait of us (< 0: none) cut short at until_ns (0: none): microseconds,
  * -1 for none, 0 once until_ns has passed. */
 int64_t sp__http_cut_us(int64_t us, uint64_t until_ns);
-/* Wait for readiness: sp_io_wait in a fiber, poll elsewhere. 0 or -errno. */
-int sp__http_wait(int fd, int event, int64_t timeout_us);
 /* Read up to `size` more bytes into `in`, over TLS when tls is set,
  * waiting until deadline_ns (0: none). A plain read that came back short
  * means the socket was emptied: the next call waits for readiness first
@@ -272,9 +287,9 @@ void sp__http_deadline_clear(sp__http_deadline_t *d);
  * did the deadline cancel it? */
 bool sp__http_deadline_expired(const sp__http_deadline_t *d);
 void sp__http_deadline_free(sp__http_deadline_t *d);
-/* sp__http_read_lent ending by
- * deadline (0: none), enforced by d's timer; d NULL: by each wait's own
- * timeout. -ETIMEDOUT at the deadline. */
+/* sp__http_read_lent ending by deadline (0: none), enforced by d's timer;
+ * d NULL: by each wait's own timeout. -ETIMEDOUT at the deadline
+ * (http_io.c). */
 ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,
                          bool *borrowed, size_t size, uint64_t deadline, bool *drained);
 
@@ -328,11 +343,30 @@ int sp__http_router_add_owned(sp_http_router_t *r, sp_http_match_t kind,
 const char *sp__http_date_line(void);
 #define SP__HTTP_OK_LINE "HTTP/1.1 200 OK\r\n"
 #define SP__HTTP_SERVER_LINE_MAX (sizeof "Server: \r\n" + SP_HTTP_SERVER_NAME_MAX)
+/* The start of most answers, SP__HTTP_OK_LINE, the server's line and the
+ * Date line, kept per thread like the Date line: one copy per answer. */
+typedef struct sp__http_ok {
+    time_t sec;
+    unsigned server; /* whose line it holds (0: none yet) */
+    size_t len;
+    char text[sizeof SP__HTTP_OK_LINE - 1 + SP__HTTP_SERVER_LINE_MAX + SP__HTTP_DATE_LINE_LEN];
+} sp__http_ok_t;
+extern _Thread_local sp__http_ok_t sp__http_ok;
+/* Rebuild it for `server` at `now`. */
+void sp__http_ok_build(const char *server_line, size_t server_len, unsigned server,
+                       time_t now);
 /* SP__HTTP_OK_LINE, the server's line (server_len bytes; `server`: the
- * server's id, never 0) and the Date line, in one string of *len bytes
- * kept per thread. */
-const char *sp__http_ok_head(const char *server_line, size_t server_len, unsigned server,
-                             size_t *len);
+ * server's id, never 0) and the Date line, in one string of *len bytes.
+ * Inline: every answer asks, and the cache is rebuilt once a second. */
+static inline const char *sp__http_ok_head(const char *server_line, size_t server_len,
+                                           unsigned server, size_t *len)
+{
+    time_t now = time(NULL);
+    if (now != sp__http_ok.sec || server != sp__http_ok.server)
+        sp__http_ok_build(server_line, server_len, server, now);
+    *len = sp__http_ok.len;
+    return sp__http_ok.text;
+}
 void sp__http_date_format(time_t t, char out[SP__HTTP_DATE_LEN + 1]);
 /* IMF-fixdate (and the obsolete RFC 850 and asctime forms); -1 if bad. */
 time_t sp__http_date_parse(const char *s);

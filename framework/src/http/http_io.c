@@ -40,18 +40,11 @@ int64_t sp__http_cut_us(int64_t us, uint64_t until_ns)
     return sp__http_left_us(wait && wait < until_ns ? wait : until_ns);
 }
 
-/* sp_io_wait in a fiber; poll(2) on a plain thread (the client may be
- * used from one). */
-int sp__http_wait(int fd, int event, int64_t timeout_us)
-{
-    return sp__io_wait_or_poll(fd, event, timeout_us);
-}
-
 static int wait_writable(sp__http_out_t *o)
 {
     o->waits++;
     int64_t us = sp__http_cut_us(o->timeout_us, o->until_ns);
-    return us == 0 ? -ETIMEDOUT : sp__http_wait(o->fd, SP_IO_WRITE, us);
+    return us == 0 ? -ETIMEDOUT : sp__io_wait_or_poll(o->fd, SP_IO_WRITE, us);
 }
 
 /* One recv into `in` (into the thread's input scratch when `borrowed` is
@@ -88,7 +81,7 @@ static ssize_t read_some(int fd, sp_buf_t *in, bool *borrowed, size_t size,
         int64_t us = sp__http_left_us(deadline);
         if (us == 0)
             return -ETIMEDOUT;
-        int rc = sp__http_wait(fd, SP_IO_READ, us);
+        int rc = sp__io_wait_or_poll(fd, SP_IO_READ, us);
         if (rc < 0)
             return rc;
     }
@@ -113,12 +106,31 @@ static ssize_t tls_read(sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed, size_t
     return n;
 }
 
-ssize_t sp__http_read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
-                           size_t size, uint64_t deadline, bool *drained)
+static ssize_t read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
+                         size_t size, uint64_t deadline, bool *drained)
 {
     if (tls)
         return tls_read(tls, in, borrowed, size, deadline);
     return read_some(fd, in, borrowed, size, deadline, drained);
+}
+
+ssize_t sp__http_read_lent(int fd, sp_tls_conn_t *tls, sp_buf_t *in, bool *borrowed,
+                           size_t size, uint64_t deadline, bool *drained)
+{
+    return read_lent(fd, tls, in, borrowed, size, deadline, drained);
+}
+
+/* Here, not with the deadlines: a server's every read comes this way, and
+ * read_lent() is then no call of its own. */
+ssize_t sp__http_read_by(sp__http_deadline_t *d, int fd, sp_tls_conn_t *tls, sp_buf_t *in,
+                         bool *borrowed, size_t size, uint64_t deadline, bool *drained)
+{
+    if (!d)
+        return read_lent(fd, tls, in, borrowed, size, deadline, drained);
+    sp__http_deadline_set(d, deadline);
+    ssize_t n = read_lent(fd, tls, in, borrowed, size, 0, drained);
+    sp__http_deadline_clear(d);
+    return n == -ECANCELED && sp__http_deadline_expired(d) ? -ETIMEDOUT : n;
 }
 
 /* Drop `done` bytes from the front of iov[0..*n). */

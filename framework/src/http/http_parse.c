@@ -37,7 +37,7 @@ static int text_end(sp_http_request_t *r)
 
 /* End the token being collected with a NUL, and start the next with n
  * bytes at p (one reserve for both). The next token's offset, or -1. */
-static ssize_t text_next(sp_http_request_t *r, const char *p, size_t n)
+static inline ssize_t text_next(sp_http_request_t *r, const char *p, size_t n)
 {
     char *dst = sp__buf_reserve(&r->text, n + 1);
     if (!dst)

@@ -60,9 +60,10 @@ static inline void sp__http_swap_set(sp_buf_t *const set[], sp__scratch_t *s, in
         sp__http_buf_swap(set[3], &s->buf[3]);
 }
 
-static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+/* Lend to a set the caller knows is empty. */
+static inline void sp__http_lend_empty(sp_buf_t *const set[], int n, bool *borrowed, int kind)
 {
-    if (*borrowed || !sp__http_all_empty(set, n))
+    if (*borrowed)
         return;
     sp__scratches_t *all = sp__http_scratches ? sp__http_scratches : sp__http_scratches_make();
     sp__scratch_t *s = all ? &all->s[kind] : NULL;
@@ -72,9 +73,17 @@ static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, i
     s->lent = *borrowed = true;
 }
 
-static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, int kind)
 {
-    if (!*borrowed || !sp__http_all_empty(set, n))
+    if (sp__http_all_empty(set, n))
+        sp__http_lend_empty(set, n, borrowed, kind);
+}
+
+/* Give back a set the caller knows is empty. */
+static inline void sp__http_give_back_empty(sp_buf_t *const set[], int n, bool *borrowed,
+                                           int kind)
+{
+    if (!*borrowed)
         return;
     *borrowed = false;
     sp__scratch_t *s = sp__http_scratches ? &sp__http_scratches->s[kind] : NULL;
@@ -82,6 +91,12 @@ static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrow
         sp__http_swap_set(set, s, n);
         s->lent = false;
     } /* else: moved to another thread; keep it as our own */
+}
+
+static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+{
+    if (sp__http_all_empty(set, n))
+        sp__http_give_back_empty(set, n, borrowed, kind);
 }
 
 static inline void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
@@ -94,14 +109,16 @@ static inline void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind
     sp__http_give_back(&b, 1, borrowed, kind);
 }
 
+/* The work set, which the caller knows is empty (the checks of four
+ * buffers cost more than the swaps' bookkeeping). */
 static inline void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
 {
-    sp__http_lend(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+    sp__http_lend_empty(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
 }
 
 static inline void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
 {
-    sp__http_give_back(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+    sp__http_give_back_empty(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
 }
 
 #endif
