@@ -106,11 +106,18 @@ static bool runs_beside(const struct sp_fiber *f)
     return f->sched->migrate_stuck || !t || t->worker != (void *)home_of(f);
 }
 
-/* Before a taker looks at f's published wait. */
-static void order_with(const struct sp_fiber *f)
+/* f's published wait, for a taker (counted in wait_busy, or holding
+ * back the interrupt it is about to deliver). An sp_park's is published
+ * and withdrawn with locked instructions; any other, or none, may be a
+ * plain store still in f's thread's store buffer: make that thread fence
+ * first (see the top), then look again. */
+static uintptr_t load_wait(struct sp_fiber *f)
 {
-    if (sp__fence_asym() && runs_beside(f))
-        sp__fence_heavy();
+    uintptr_t v = atomic_load(&f->cur_wait);
+    if ((v & 1) || !sp__fence_asym() || !runs_beside(f))
+        return v;
+    sp__fence_heavy();
+    return atomic_load(&f->cur_wait);
 }
 
 bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
@@ -118,9 +125,8 @@ bool sp__fiber_end_wait(struct sp_fiber *f, bool park_only, int result)
     sp__waiter_t *w = NULL;
     int r = SP_CANCEL_LATE;
     atomic_fetch_add(&f->wait_busy, 1);
-    if (!park_only) /* an sp_park's wait fences itself */
-        order_with(f);
-    uintptr_t v = atomic_load(&f->cur_wait);
+    /* sp_wake takes only an sp_park's wait, which needs no fence. */
+    uintptr_t v = park_only ? atomic_load(&f->cur_wait) : load_wait(f);
     while (v && (!park_only || (v & 1))) {
         /* A wake ends a park only while its token is there: if an
          * sp_park took the token on its way in, the wake must not end the
@@ -162,10 +168,7 @@ void sp__fiber_deliver_interrupt(struct sp_fiber *f)
          * came, which its sender delivers). The fiber may have published
          * a wait meanwhile and looked while we held it: look again. */
         int none = 0;
-        if (!atomic_compare_exchange_strong(&f->intr, &none, e))
-            return;
-        order_with(f);
-        if (!atomic_load(&f->cur_wait))
+        if (!atomic_compare_exchange_strong(&f->intr, &none, e) || !load_wait(f))
             return;
     }
 }
