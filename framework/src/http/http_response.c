@@ -256,12 +256,12 @@ int sp_http_response_add_prepared(sp_http_response_t *res, const sp_http_header_
         return -EINVAL;
     if (res->started)
         return -EALREADY;
-    int rc;
+    int rc = -ENOMEM; /* line_room's answer, or no memory */
     /* Most prepared lines are no Content-Length: no line_room() call. */
     char *dst = h->is_length ? line_room(res, h->len, true, &rc)
                              : sp__buf_reserve(&res->head, h->len);
     if (!dst)
-        return h->is_length ? rc : -ENOMEM;
+        return rc;
     sp__copy(dst, h->line, h->len);
     line_done(res, h->len, h->is_length, h->length);
     return 0;
