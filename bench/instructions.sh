@@ -19,7 +19,10 @@
 #      nginx is not measured (its start script execs it, out of valgrind's
 #      sight). CACHE_SIM=1 also simulates the caches (--cache-sim=yes) and
 #      adds simulated D1 misses (reads + writes) and last-level misses
-#      (instruction + data) per answer; slower still.
+#      (instruction + data) per answer; slower still. LOCKED=1 also counts
+#      the locked instructions (lock prefix, xchg with memory: each a full
+#      barrier, ~20 cycles, that the instruction count does not weigh) per
+#      answer, with bench/locked.py over --dump-instr=yes.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 peers=${PEERS:-$root/../shared/bench}
@@ -48,6 +51,8 @@ load() {
 cache_sim=${CACHE_SIM:-0}
 sim_opt=()
 ((cache_sim)) && sim_opt=(--cache-sim=yes)
+locked=${LOCKED:-0}
+((locked)) && sim_opt+=(--dump-instr=yes)
 
 # totals FILE: "Ir D1-misses LL-misses" of a callgrind file (the misses 0
 # without the cache simulation), from the events callgrind_annotate shows.
@@ -63,13 +68,13 @@ totals() {
       print f[ev["Ir"]], d1 + 0, ll + 0 }'
 }
 
-# count NAME CMD PORT SECS: the server's instructions (and misses) from
-# start to exit, with SECS of load; sets `n` (answered), `ir`, `d1` and
-# `ll`.
+# count NAME CMD PORT SECS: the server's instructions (and misses, and
+# locked instructions) from start to exit, with SECS of load; sets `n`
+# (answered), `ir`, `d1`, `ll` and `lk`.
 count() {
   local name=$1 cmd=$2 port=$3 file="$out/$1.cg"
   rm -f "$file"
-  n=0 ir= d1=0 ll=0
+  n=0 ir= d1=0 ll=0 lk=0
   # shellcheck disable=SC2086 # the command line is split on purpose
   valgrind --tool=callgrind "${sim_opt[@]}" --callgrind-out-file="$file" \
     ${cmd//%PORT%/$port} >"$out/$name.log" 2>&1 &
@@ -79,6 +84,7 @@ count() {
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null
   ((ok)) && read -r ir d1 ll < <(totals "$file")
+  if ((ok && locked)); then lk=$("$root/bench/locked.py" --total "$file"); fi
 }
 
 if ((cache_sim)); then
@@ -93,13 +99,17 @@ for entry in "${servers[@]}"; do
   [[ $name == nginx ]] && continue
   # A short run first, to take out of the long run's count.
   count "$name" "$cmd" $((port += 1)) 1
-  short=$ir short_n=$n short_d1=$d1 short_ll=$ll
+  short=$ir short_n=$n short_d1=$d1 short_ll=$ll short_lk=$lk
   count "$name" "$cmd" $((port += 1)) "$secs"
   if [[ -z $short || -z $ir || -z $n || $((n - short_n)) -le 0 ]]; then
     echo "$name: no count (see $out/$name.log)" >&2
     continue
   fi
   n=$((n - short_n))
+  if ((locked)); then
+    awk -v name="$name" -v n="$n" -v lk=$((lk - short_lk)) 'BEGIN {
+      printf "%-12s locked instructions per answer: %.2f\n", name, lk / n }' >&2
+  fi
   if ((cache_sim)); then
     awk -v name="$name" -v n="$n" -v ir=$((ir - short)) -v d1=$((d1 - short_d1)) \
       -v ll=$((ll - short_ll)) 'BEGIN {
