@@ -355,8 +355,9 @@ typedef struct sp_http_server_stats {
     uint64_t active;       /* connections open now */
     uint64_t idle;         /* of those, waiting for a next request */
     uint64_t limits[SP_HTTP_LIMITS]; /* requests refused, by limit */
-    /* Responses by time from the request's first byte to its response
-     * being laid out: latency[i] those within bound i of
+    /* Responses by time from the request's first byte (a pipelined one
+     * already read when the previous answer was laid out: from then) to
+     * its response being laid out: latency[i] those within bound i of
      * SP_HTTP_LATENCY_BOUNDS_US (not cumulative), latency[BUCKETS] the
      * slower ones; their sum in microseconds. */
     uint64_t latency[SP_HTTP_LATENCY_BUCKETS + 1];
