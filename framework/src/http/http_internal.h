@@ -212,8 +212,6 @@ static inline int sp__http_req_decode_target(sp_http_request_t *r)
 
 /* An RFC 7230 token (header names): http-parser 2.9.4 lets a space in. */
 bool sp__http_is_token(const char *s);
-/* strlen(s) if s is a token, else 0. */
-size_t sp__http_token_len(const char *s);
 /* How many of the first max bytes of s are token characters. */
 size_t sp__http_token_span(const char *s, size_t max);
 /* Does t[0, n) hold a space or control byte? None belongs in a request

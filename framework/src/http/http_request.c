@@ -39,15 +39,10 @@ size_t sp__http_token_span(const char *s, size_t max)
     return n;
 }
 
-size_t sp__http_token_len(const char *s)
-{
-    size_t n = strlen(s);
-    return sp__http_all_have(sp__http_byte_class, s, n, SP__HTTP_TCHAR) ? n : 0;
-}
-
 bool sp__http_is_token(const char *s)
 {
-    return sp__http_token_len(s) > 0;
+    size_t n = strlen(s);
+    return n && sp__http_all_have(sp__http_byte_class, s, n, SP__HTTP_TCHAR);
 }
 
 static int hex(char c)

@@ -43,12 +43,6 @@ static inline void sp__http_buf_swap(sp_buf_t *a, sp_buf_t *b)
  * every call, so the tests of n fold away). */
 _Static_assert(SP__WORK_BUFS == 4, "the set's helpers below name four buffers");
 
-static inline bool sp__http_all_empty(sp_buf_t *const set[], int n)
-{
-    return !sp__buf_len(set[0]) && (n < 2 || !sp__buf_len(set[1])) &&
-           (n < 3 || !sp__buf_len(set[2])) && (n < 4 || !sp__buf_len(set[3]));
-}
-
 static inline void sp__http_swap_set(sp_buf_t *const set[], sp__scratch_t *s, int n)
 {
     sp__http_buf_swap(set[0], &s->buf[0]);
@@ -61,7 +55,7 @@ static inline void sp__http_swap_set(sp_buf_t *const set[], sp__scratch_t *s, in
 }
 
 /* Lend to a set the caller knows is empty. */
-static inline void sp__http_lend_empty(sp_buf_t *const set[], int n, bool *borrowed, int kind)
+static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, int kind)
 {
     if (*borrowed)
         return;
@@ -73,15 +67,8 @@ static inline void sp__http_lend_empty(sp_buf_t *const set[], int n, bool *borro
     s->lent = *borrowed = true;
 }
 
-static inline void sp__http_lend(sp_buf_t *const set[], int n, bool *borrowed, int kind)
-{
-    if (sp__http_all_empty(set, n))
-        sp__http_lend_empty(set, n, borrowed, kind);
-}
-
 /* Give back a set the caller knows is empty. */
-static inline void sp__http_give_back_empty(sp_buf_t *const set[], int n, bool *borrowed,
-                                           int kind)
+static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
 {
     if (!*borrowed)
         return;
@@ -93,32 +80,28 @@ static inline void sp__http_give_back_empty(sp_buf_t *const set[], int n, bool *
     } /* else: moved to another thread; keep it as our own */
 }
 
-static inline void sp__http_give_back(sp_buf_t *const set[], int n, bool *borrowed, int kind)
-{
-    if (sp__http_all_empty(set, n))
-        sp__http_give_back_empty(set, n, borrowed, kind);
-}
-
 static inline void sp__http_scratch_borrow(sp_buf_t *b, bool *borrowed, int kind)
 {
-    sp__http_lend(&b, 1, borrowed, kind);
+    if (!sp__buf_len(b))
+        sp__http_lend(&b, 1, borrowed, kind);
 }
 
 static inline void sp__http_scratch_return(sp_buf_t *b, bool *borrowed, int kind)
 {
-    sp__http_give_back(&b, 1, borrowed, kind);
+    if (!sp__buf_len(b))
+        sp__http_give_back(&b, 1, borrowed, kind);
 }
 
-/* The work set, which the caller knows is empty (the checks of four
- * buffers cost more than the swaps' bookkeeping). */
+/* The work set, which the caller knows is empty (checking four buffers
+ * would cost more than the swaps' bookkeeping). */
 static inline void sp__http_work_borrow(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
 {
-    sp__http_lend_empty(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+    sp__http_lend(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
 }
 
 static inline void sp__http_work_return(sp_buf_t *const set[SP__WORK_BUFS], bool *borrowed)
 {
-    sp__http_give_back_empty(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
+    sp__http_give_back(set, SP__WORK_BUFS, borrowed, SP__SCRATCH_WORK);
 }
 
 #endif

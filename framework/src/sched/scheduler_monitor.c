@@ -5,9 +5,10 @@
  * is here.
  *
  * The samples are the seqlock the worker writes (worker.c, run_task, and
- * sp__sched_publish_start below): run_seq is odd while a task runs and grows by 2 per
- * task; the id and name are read between two loads of it and dropped if
- * it moved, so a fiber that finished and was freed is never touched.
+ * sp__sched_publish_start below): run_seq is odd while a task runs and
+ * grows by 2 per task; the id and name are read between two loads of it
+ * and dropped if it moved, so a fiber that finished and was freed is never
+ * touched.
  */
 #include "scheduler_internal.h"
 
