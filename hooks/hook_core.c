@@ -26,6 +26,11 @@ const sp__hook_bridge_t *sp__hook_active(void)
     return b && b->enabled() ? b : NULL;
 }
 
+sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **bp, unsigned *flags)
+{
+    return sp__hook_lookup(fd, true, bp, flags);
+}
+
 /* A blocking socket from outside used in a fiber: the user still sees it
  * blocking. */
 bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd)

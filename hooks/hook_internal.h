@@ -32,14 +32,19 @@ bool sp__hook_make_nonblocking(sp__fd_ctx_t *c, int fd);
  * user; an adopted fd): its context, with O_NONBLOCK set in the kernel.
  * Always the bridge in *bp and, if flags is not NULL, the fd's flags as
  * looked up (SP_FD_*; 0 when the fiber may not park). NULL means: call
- * libc as it is (or offload a file's call). Inline: every hooked call starts here, and what it
- * does for a managed socket is one call and a flag test. */
-static inline sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **bp,
-                                            unsigned *flags)
+ * libc as it is (or offload a file's call). */
+sp__fd_ctx_t *sp__hook_managed(int fd, const sp__hook_bridge_t **bp, unsigned *flags);
+
+/* sp__hook_managed, inline: the first step of the stream reads and writes
+ * (hooks/io.c), which in libspindle have the fd's lookup in their own body
+ * (SP_HOOK_DIRECT, hook_bridge.h). `reading`: the call may wait for input
+ * next (sp__hook_managed assumes it may). */
+static inline sp__fd_ctx_t *sp__hook_lookup(int fd, bool reading, const sp__hook_bridge_t **bp,
+                                           unsigned *flags)
 {
     const sp__hook_bridge_t *b = sp__bridge();
     unsigned fl = 0;
-    sp__fd_ctx_t *c = b ? b->fd_active(fd, &fl) : NULL;
+    sp__fd_ctx_t *c = b ? sp__bridge_fd_active(b, fd, reading, &fl) : NULL;
     *bp = b;
     if (flags)
         *flags = fl; /* also when not managed: a file's calls look at it */
@@ -67,7 +72,7 @@ int sp__hook_wait_failed(const sp__hook_bridge_t *b, int rc);
 static inline int sp__hook_wait(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx,
                                 int fd, int event, uint64_t *deadline_ns)
 {
-    int rc = b->wait_fd(ctx, fd, event, deadline_ns);
+    int rc = sp__bridge_wait_fd(b, ctx, fd, event, deadline_ns);
     return rc == 0 ? 0 : sp__hook_wait_failed(b, rc);
 }
 

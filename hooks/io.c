@@ -27,7 +27,7 @@ static void note_read(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl
 {
     if (n > 0 && (fl & SP_FD_STREAM) && !(c->flags & MSG_PEEK) &&
         (size_t)n < read_size(c))
-        b->fd_set_drained(ctx);
+        sp__bridge_set_drained(b, ctx);
 }
 
 /* read/write on a stream socket go to the kernel as recv/send with no
@@ -97,24 +97,35 @@ ssize_t sp__hook_dispatch_buf(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, uns
     return dispatch(b, ctx, fl, &(io_call_t){.op = op, .fd = fd, .cbuf = buf, .len = len});
 }
 
-/* read, or recv with no flags, on a managed stream socket (the loop of
- * every request/response server): hooked_read's steps as a recv with no
- * flags (as_socket_call), without a dispatch on the call's kind at each
- * step; anything else as hooked() does. */
-static ssize_t stream_read(int fd, void *buf, size_t len, io_op_t op)
+/* read or write, recv or send with no flags, on a managed stream socket
+ * (the loop of every request/response server), in one function whose
+ * first step is the fd's lookup, inline. A read takes hooked_read's steps
+ * as a recv with no flags (as_socket_call), without a dispatch on the
+ * call's kind at each step; a write is a send that takes every byte, the
+ * rest of its loop is sp__hook_write's. Anything else goes as hooked()
+ * does. */
+static ssize_t stream_call(int fd, void *buf, size_t len, io_op_t op)
 {
     const sp__hook_bridge_t *b;
     unsigned fl = 0;
-    sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
+    bool writing = op == OP_WRITE || op == OP_SEND;
+    sp__fd_ctx_t *ctx = sp__hook_lookup(fd, !writing, &b, &fl);
     if (!ctx || !(fl & SP_FD_STREAM))
         return sp__hook_dispatch_buf(b, ctx, fl, op, fd, buf, len);
+    if (writing) {
+        ssize_t n = sp__real()->send(fd, buf, len, 0);
+        if (n >= 0 && (size_t)n == len)
+            return n;
+        return sp__hook_write(b, ctx,
+                              &(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len}, n);
+    }
     uint64_t deadline = SP_HOOK_FD_DEADLINE;
     if ((fl & SP_FD_DRAINED) && sp__hook_wait(b, ctx, fd, SP_IO_READ, &deadline) < 0)
         return -1;
     for (;;) {
         ssize_t n = sp__real()->recv(fd, buf, len, 0);
         if (n > 0 && (size_t)n < len)
-            b->fd_set_drained(ctx); /* as note_read */
+            sp__bridge_set_drained(b, ctx); /* as note_read */
         if (n >= 0 || errno != EAGAIN)
             return n;
         if (sp__hook_wait(b, ctx, fd, SP_IO_READ, &deadline) < 0)
@@ -122,25 +133,9 @@ static ssize_t stream_read(int fd, void *buf, size_t len, io_op_t op)
     }
 }
 
-/* The same for write, or send with no flags: a send that takes every byte
- * is the whole call; the rest of the loop is sp__hook_write's. */
-static ssize_t stream_write(int fd, const void *buf, size_t len, io_op_t op)
-{
-    const sp__hook_bridge_t *b;
-    unsigned fl = 0;
-    sp__fd_ctx_t *ctx = sp__hook_managed(fd, &b, &fl);
-    if (!ctx || !(fl & SP_FD_STREAM))
-        return sp__hook_dispatch_buf(b, ctx, fl, op, fd, buf, len);
-    ssize_t n = sp__real()->send(fd, buf, len, 0);
-    if (n >= 0 && (size_t)n == len)
-        return n;
-    return sp__hook_write(b, ctx, &(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len},
-                          n);
-}
-
 ssize_t read(int fd, void *buf, size_t len)
 {
-    return stream_read(fd, buf, len, OP_READ);
+    return stream_call(fd, buf, len, OP_READ);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -151,7 +146,7 @@ ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     if (!flags)
-        return stream_read(fd, buf, len, OP_RECV);
+        return stream_call(fd, buf, len, OP_RECV);
     if (flags & MSG_DONTWAIT) /* never parks: libc's call, as hooked() makes it */
         return sp__real()->recv(fd, buf, len, flags);
     return hooked(&(io_call_t){.op = OP_RECV, .fd = fd, .buf = buf, .len = len,
@@ -172,7 +167,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 
 ssize_t write(int fd, const void *buf, size_t len)
 {
-    return stream_write(fd, buf, len, OP_WRITE);
+    return stream_call(fd, (void *)buf, len, OP_WRITE);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -183,7 +178,7 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     if (!flags)
-        return stream_write(fd, buf, len, OP_SEND);
+        return stream_call(fd, (void *)buf, len, OP_SEND);
     if (flags & MSG_DONTWAIT)
         return sp__real()->send(fd, buf, len, flags);
     return hooked(&(io_call_t){.op = OP_SEND, .fd = fd, .cbuf = buf, .len = len,

@@ -109,6 +109,9 @@ typedef struct sp__thread {
      * (errno is per fiber) with a load and a store, no call. */
     int *errno_at;
     bool hooks_off;        /* sp_hook_enable(false) on this thread */
+    /* A worker of an IOManager with hooks_off clear: a hooked call in one
+     * of its task fibers may park (sp__sched_hooks_update keeps it). */
+    bool hooks_park;
     uint64_t next_id, id_end;
     void *altstack;
     /* The side stack's fiber (sp__side_call) and the call it is to run. */

@@ -18,8 +18,8 @@
 enum { CHUNK_SHIFT = SP_FD_CHUNK_SHIFT, CHUNK = SP_FD_CHUNK };
 
 _Atomic(sp__fd_ctx_t *) *sp__fd_chunks;
-size_t sp__fd_nchunks;
-atomic_bool sp__fd_table_ready; /* sp__fd_chunks and sp__fd_nchunks are set */
+_Atomic size_t sp__fd_nchunks;
+static atomic_bool table_ready; /* table_init has run */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void table_init(void)
@@ -31,11 +31,10 @@ static void table_init(void)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
         rl.rlim_max > max)
         max = (size_t)rl.rlim_max;
-    sp__fd_nchunks = (max + CHUNK - 1) / CHUNK;
-    sp__fd_chunks = calloc(sp__fd_nchunks, sizeof *sp__fd_chunks);
-    if (!sp__fd_chunks)
-        sp__fd_nchunks = 0;
-    atomic_store_explicit(&sp__fd_table_ready, true, memory_order_release);
+    size_t n = (max + CHUNK - 1) / CHUNK;
+    sp__fd_chunks = calloc(n, sizeof *sp__fd_chunks);
+    atomic_store_explicit(&sp__fd_nchunks, sp__fd_chunks ? n : 0, memory_order_release);
+    atomic_store_explicit(&table_ready, true, memory_order_release);
 }
 
 static sp__fd_ctx_t *new_chunk(void)
@@ -53,9 +52,10 @@ static sp__fd_ctx_t *new_chunk(void)
 
 sp__fd_ctx_t *sp__fd_ctx(int fd)
 {
-    if (!atomic_load_explicit(&sp__fd_table_ready, memory_order_acquire))
+    if (!atomic_load_explicit(&table_ready, memory_order_acquire))
         pthread_once(&once, table_init);
-    if (fd < 0 || (size_t)(fd >> CHUNK_SHIFT) >= sp__fd_nchunks)
+    if (((unsigned)fd >> CHUNK_SHIFT) >= atomic_load_explicit(&sp__fd_nchunks,
+                                                               memory_order_relaxed))
         return NULL;
     _Atomic(sp__fd_ctx_t *) *slot = &sp__fd_chunks[fd >> CHUNK_SHIFT];
     sp__fd_ctx_t *chunk = atomic_load_explicit(slot, memory_order_acquire);

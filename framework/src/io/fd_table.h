@@ -34,18 +34,19 @@ typedef struct sp__fd_ctx {
 sp__fd_ctx_t *sp__fd_ctx(int fd);
 
 /* The table itself, for the inline lookup below; set up by the first
- * sp__fd_ctx() call. */
+ * sp__fd_ctx() call. sp__fd_nchunks is 0 until sp__fd_chunks is set
+ * (stored with release after it), so one load tells both. */
 enum { SP_FD_CHUNK_SHIFT = 10, SP_FD_CHUNK = 1 << SP_FD_CHUNK_SHIFT };
 extern _Atomic(sp__fd_ctx_t *) *sp__fd_chunks;
-extern size_t sp__fd_nchunks;
-extern atomic_bool sp__fd_table_ready;
+extern _Atomic size_t sp__fd_nchunks;
 
 /* sp__fd_ctx() for an fd whose chunk exists (every fd the process has
- * used), in a few instructions; NULL otherwise: call sp__fd_ctx(). */
+ * used), in a few instructions; NULL otherwise: call sp__fd_ctx(). A
+ * negative fd is a huge unsigned one, past any table. */
 static inline sp__fd_ctx_t *sp__fd_ctx_known(int fd)
 {
-    if (!atomic_load_explicit(&sp__fd_table_ready, memory_order_acquire) || fd < 0 ||
-        (size_t)(fd >> SP_FD_CHUNK_SHIFT) >= sp__fd_nchunks)
+    size_t n = atomic_load_explicit(&sp__fd_nchunks, memory_order_acquire);
+    if (((unsigned)fd >> SP_FD_CHUNK_SHIFT) >= n)
         return NULL;
     sp__fd_ctx_t *chunk = atomic_load_explicit(&sp__fd_chunks[fd >> SP_FD_CHUNK_SHIFT],
                                               memory_order_acquire);

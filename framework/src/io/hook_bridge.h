@@ -1,7 +1,12 @@
 /* Internal: what the hook layer needs from the framework, as a table of
  * function pointers. The hooks linked into libspindle get the table at
  * once; a preloaded libspindle_preload.so gets it when the first IOManager
- * is created (it cannot link against the framework it is loaded into). */
+ * is created (it cannot link against the framework it is loaded into).
+ * The three calls of the per-message path go through sp__bridge_*() below:
+ * the hooks linked into libspindle are compiled with SP_HOOK_DIRECT and
+ * make them directly, inline where they are small, so that a hooked read
+ * or write on a socket is one function deep; the preload library, which
+ * shares no struct layout with the framework, calls through the table. */
 #ifndef SP_HOOK_BRIDGE_H
 #define SP_HOOK_BRIDGE_H
 
@@ -55,8 +60,9 @@ typedef struct sp__hook_bridge {
     int64_t (*connect_timeout)(void);
     sp__fd_ctx_t *(*fd_ctx)(int fd);
     /* fd's entry and its flags (*flags, SP_FD_DRAINED included), if the
-     * hooks are on for the calling fiber; else NULL. */
-    sp__fd_ctx_t *(*fd_active)(int fd, unsigned *flags);
+     * hooks are on for the calling fiber; else NULL. `reading`: the call
+     * may wait for input next (the wait's lines are asked for). */
+    sp__fd_ctx_t *(*fd_active)(int fd, bool reading, unsigned *flags);
     unsigned (*fd_ctx_load)(sp__fd_ctx_t *c, int fd);
     unsigned (*fd_flags)(sp__fd_ctx_t *c); /* as known, without asking the kernel */
     /* The fd's SO_RCVTIMEO (reading) or SO_SNDTIMEO in us; -1 = none. */
@@ -77,6 +83,45 @@ typedef struct sp__hook_bridge {
     /* sp_hook_set_file_offload(SP_HOOK_ALL_FILES, ...) is on. */
     bool (*file_offload_all)(void);
 } sp__hook_bridge_t;
+
+#ifdef SP_HOOK_DIRECT
+#include "hook_fast.h"
+#endif
+
+/* b->fd_active(fd, reading, flags). */
+static inline sp__fd_ctx_t *sp__bridge_fd_active(const sp__hook_bridge_t *b, int fd,
+                                                bool reading, unsigned *flags)
+{
+#ifdef SP_HOOK_DIRECT
+    (void)b;
+    return sp__hook_fd_active(fd, reading, flags);
+#else
+    return b->fd_active(fd, reading, flags);
+#endif
+}
+
+/* b->wait_fd(c, fd, event, deadline_ns). */
+static inline int sp__bridge_wait_fd(const sp__hook_bridge_t *b, sp__fd_ctx_t *c, int fd,
+                                     int event, uint64_t *deadline_ns)
+{
+#ifdef SP_HOOK_DIRECT
+    (void)b;
+    return sp__io_hook_wait(c, fd, event, deadline_ns);
+#else
+    return b->wait_fd(c, fd, event, deadline_ns);
+#endif
+}
+
+/* b->fd_set_drained(c). */
+static inline void sp__bridge_set_drained(const sp__hook_bridge_t *b, sp__fd_ctx_t *c)
+{
+#ifdef SP_HOOK_DIRECT
+    (void)b;
+    sp__hook_fd_set_drained(c);
+#else
+    b->fd_set_drained(c);
+#endif
+}
 
 /* Defined by the hook layer: hand it the framework's table. */
 void sp_hook_attach(const sp__hook_bridge_t *b);

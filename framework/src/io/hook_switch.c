@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 
 #include "hook_bridge.h"
+#include "hook_fast.h"
 #include "iomanager_internal.h"
 #include "sched/scheduler_internal.h"
 #include "spindle/hook.h"
@@ -12,21 +13,14 @@ static _Atomic int64_t connect_timeout_us = 75 * 1000000LL;
 
 void sp_hook_enable(bool on)
 {
-    sp__thread()->hooks_off = !on;
-}
-
-/* Whether a hooked call on thread t may park. */
-static inline bool hooks_on(const sp__thread_t *t)
-{
-    if (!t || t->hooks_off || !t->worker)
-        return false;
-    const sp__worker_t *w = t->worker;
-    return w->s->has_io && t->current->sched; /* the root fiber has none */
+    sp__thread_t *t = sp__thread();
+    t->hooks_off = !on;
+    sp__sched_hooks_update(t);
 }
 
 bool sp_hook_is_enabled(void)
 {
-    return hooks_on(sp__thread_peek());
+    return sp__hooks_on(sp__thread_peek());
 }
 
 void sp_hook_set_connect_timeout(int64_t timeout_us)
@@ -39,24 +33,10 @@ int64_t sp_hook_connect_timeout(void)
     return atomic_load(&connect_timeout_us);
 }
 
-/* Every hooked call on a socket starts here: one call that checks the
- * switch, finds the fd's entry and reads its flags, all inline. */
-static sp__fd_ctx_t *fd_active(int fd, unsigned *flags)
+/* The preloaded hooks' first step (hook_fast.h). */
+static sp__fd_ctx_t *fd_active(int fd, bool reading, unsigned *flags)
 {
-    sp__thread_t *t = sp__thread_peek();
-    if (!hooks_on(t))
-        return NULL;
-    /* The watch this fiber last waited on, asked for while the fd's entry
-     * is looked up: with many connections both are cold by the time a
-     * fiber that has served a message comes back to wait, and the wait
-     * needs the entry first, then the watch. */
-    const char *w = t->current->last_watch;
-    if (w)
-        sp__prefetch_lines(w, w + 64);
-    sp__fd_ctx_t *c = sp__fd_ctx_flags(fd, flags);
-    if (c && atomic_load_explicit(&c->drained, memory_order_relaxed))
-        *flags |= SP_FD_DRAINED;
-    return c;
+    return sp__hook_fd_active(fd, reading, flags);
 }
 
 static unsigned fd_flags(sp__fd_ctx_t *c)
@@ -69,12 +49,9 @@ static int64_t fd_timeout(sp__fd_ctx_t *c, bool reading)
     return atomic_load(reading ? &c->rcv_timeout_us : &c->snd_timeout_us);
 }
 
-/* A stream read that returned less than asked for emptied the socket's
- * receive queue: the hooks wait before the next read (hooks/io.c). A
- * plain store: the hint is kept apart from the flags for that. */
 static void fd_set_drained(sp__fd_ctx_t *c)
 {
-    atomic_store_explicit(&c->drained, true, memory_order_relaxed);
+    sp__hook_fd_set_drained(c);
 }
 
 /* sp_run_blocking, with an interrupt's answer as wait_fd's (hook_bridge.h):

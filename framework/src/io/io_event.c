@@ -22,6 +22,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "hook_fast.h"
 #include "io_watch.h"
 
 /* How far below its waiter (in the wait's frame: sp__io_hook_wait for the

@@ -119,8 +119,6 @@ static inline void sp__iom_kick(sp_iomanager_t *io, int worker)
 int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us);
 /* sp_io_wait in an IOManager fiber, poll(2) on any other thread. */
 int sp__io_wait_or_poll(int fd, int event, int64_t timeout_us);
-/* The same with the hooks' deadline rules: the bridge's wait_fd. */
-int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns);
 /* sp_io_wait_any with the same answer for an interrupt: the bridge's
  * wait_any. */
 int sp__io_hook_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us);

@@ -145,6 +145,15 @@ static inline void sp__sched_bump(_Atomic uint64_t *c, uint64_t n)
                           memory_order_relaxed);
 }
 
+/* t->hooks_park from what it stands for: t runs a worker of a scheduler
+ * with an IOManager, and sp_hook_enable(false) is not in force. Called
+ * when either changes; the hooks then test one flag. */
+static inline void sp__sched_hooks_update(sp__thread_t *t)
+{
+    const sp__worker_t *w = t->worker;
+    t->hooks_park = !t->hooks_off && w && w->s->has_io;
+}
+
 /* `ctl`: live tasks | STOPPING | STOPPED (scheduler.c, "Stopping"). */
 #define SP_CTL_STOPPING (1ull << 62)
 #define SP_CTL_STOPPED (1ull << 63)

@@ -426,6 +426,7 @@ static void worker_loop(sp__worker_t *w)
 {
     sp__thread_t *t = sp__thread();
     t->worker = w;
+    sp__sched_hooks_update(t);
     w->fibers = t;
     for (;;) {
         sp__task_t task;
@@ -458,6 +459,7 @@ static void worker_loop(sp__worker_t *w)
     if (w->s->ops.exit)
         w->s->ops.exit(w->s, w->index);
     t->worker = NULL;
+    sp__sched_hooks_update(t);
 }
 
 void *sp__sched_thread_main(void *arg)
