@@ -112,6 +112,9 @@ typedef struct sp__thread {
     /* A worker of an IOManager with hooks_off clear: a hooked call in one
      * of its task fibers may park (sp__sched_hooks_update keeps it). */
     bool hooks_park;
+    /* Names this thread among the live ones, never 0 (the fd watch lock's
+     * home, io/io_watch.h). */
+    uint32_t token;
     uint64_t next_id, id_end;
     void *altstack;
     /* The side stack's fiber (sp__side_call) and the call it is to run. */

@@ -23,6 +23,7 @@ enum { ALTSTACK_BYTES = 64 * 1024 };
  * glibc's static TLS reserve even when the library is dlopen()ed. */
 _Thread_local sp__thread_t *sp__thread_self;
 static _Atomic uint64_t id_source = 1;
+static _Atomic uint32_t token_source;
 static pthread_key_t fini_key;
 static pthread_once_t fini_once = PTHREAD_ONCE_INIT;
 
@@ -80,6 +81,9 @@ static void thread_init(sp__thread_t *t)
 #endif
     t->current = &t->root;
     t->errno_at = &errno;
+    do /* 0 is no thread's; a wrap reuses a number only after 2^32 threads */
+        t->token = atomic_fetch_add(&token_source, 1) + 1;
+    while (!t->token);
     altstack_init(t);
     pthread_once(&fini_once, make_key);
     pthread_setspecific(fini_key, t);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 enum { CHUNK_SHIFT = SP_FD_CHUNK_SHIFT, CHUNK = SP_FD_CHUNK };
+_Static_assert(sizeof(sp__fd_ctx_t) == 64, "an fd's entry is one cache line");
 
 _Atomic(sp__fd_ctx_t *) *sp__fd_chunks;
 _Atomic size_t sp__fd_nchunks;

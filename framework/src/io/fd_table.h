@@ -16,7 +16,9 @@
 
 struct sp__io_watch;
 
-/* One cache line each: a wait touches its fd's entry once per message. */
+/* One cache line each: a wait touches its fd's entry once per message.
+ * `lock` guards the flags' changes and, with the watch lock (io_watch.h),
+ * the armed events. */
 typedef struct sp__fd_ctx {
     _Alignas(64)
     sp__spin_t lock;
@@ -24,9 +26,16 @@ typedef struct sp__fd_ctx {
     /* The last read was short: wait before reading. A hint kept apart from
      * `flags` so that setting it costs a plain store, not a locked RMW. */
     _Atomic bool drained;
+    /* Per direction, the watch lock's state (io_watch.h): the watch's
+     * home thread is in a critical section without `lock`; another thread
+     * holding `lock` wants the watch. */
+    _Atomic bool home_busy[2], remote[2];
     _Atomic int64_t rcv_timeout_us, snd_timeout_us; /* -1 = none */
-    struct sp__io_watch *watch[2]; /* armed READ / WRITE event, or NULL */
+    _Atomic(struct sp__io_watch *) watch[2]; /* READ / WRITE watch, or NULL */
     uint32_t wait_seq[2];         /* numbers each armed event */
+    /* The token of the thread that made the watch (its owner's), which
+     * may take the watch lock's fast side; 0: none. */
+    _Atomic uint32_t home[2];
 } sp__fd_ctx_t;
 
 /* The entry for fd (allocated on first use), or NULL for fd < 0, an fd past

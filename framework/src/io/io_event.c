@@ -10,7 +10,8 @@
  * and started again by the next wait.
  *
  * Any thread may take the waiter or callback off a watch (ready, cancel,
- * delete, close) under the fd's lock and deliver it after unlocking: a
+ * delete, close) under the watch lock (io_watch.h: without a locked
+ * instruction on the watch's own thread) and deliver it after unlocking: a
  * waiting fiber is woken (it resumes on the worker it runs on; fibers do
  * not migrate), a callback is scheduled as a task. Requests for the owner
  * (start a watch armed from another thread; free a watch whose fd closed or
@@ -35,13 +36,13 @@
  * this worker goes straight onto the worker's list of fibers to run as
  * soon as the poll returns (sp__waiter_deliver_on), as a callback server's
  * handlers run, with no trip through a locked queue. */
-static void ready_one(struct ev_loop *loop, sp__io_watch_t *w)
+static void ready_one(struct ev_loop *loop, sp__io_watch_t *w, uint32_t me)
 {
     sp__fd_ctx_t *ctx = ctx_of(w);
     taken_t t;
-    sp__spin_lock(&ctx->lock);
+    bool fast = watch_lock(ctx, w->dir, me);
     bool got = !w->retired && take(w, 0, false, &t);
-    sp__spin_unlock(&ctx->lock);
+    watch_unlock(ctx, w->dir, fast);
     if (got) {
         if (t.waiter)
             sp__waiter_deliver_on(t.waiter, &w->iom->s.workers[w->owner]);
@@ -57,13 +58,14 @@ static void ready_one(struct ev_loop *loop, sp__io_watch_t *w)
 
 static void ready_flush(struct ev_loop *loop, iom_worker_t *x)
 {
+    uint32_t me = sp__thread_peek()->token;
     for (unsigned i = 0; i < x->nbatch; i++)
-        ready_one(loop, x->batch[i]);
+        ready_one(loop, x->batch[i], me);
     x->nbatch = 0;
 }
 
 /* libev's callback for every watch: it notes the watch in the batch and
- * asks for the lines handling it will touch (the fd's lock, the watch's
+ * asks for the lines handling it will touch (the fd's entry, the watch's
  * second line, the waiting fiber and its frames). With many connections
  * each is likely cold; asked for across the batch, they arrive together
  * instead of one dependent miss after another for each event (see
@@ -100,7 +102,7 @@ void sp__io_invoke_pending(struct ev_loop *loop)
     sp__sched_reverse_collected(self, from);
 }
 
-/* The fd's lock held: w, an idle watch of direction dir, takes the waiter
+/* The watch lock held: w, an idle watch of direction dir, takes the waiter
  * or the callback; *seq numbers this arming. */
 static inline void attach(sp__fd_ctx_t *ctx, sp__io_watch_t *w, int dir,
                           io_waiter_t *waiter, io_callback_t *call, uint32_t *seq)
@@ -128,10 +130,10 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
     sp__io_watch_t *old = NULL;
     bool kick_old = false, kick_owner = false;
     int old_owner = 0;
-    sp__spin_lock(&ctx->lock);
-    sp__io_watch_t *w = ctx->watch[dir];
+    sp__watch_lock(ctx);
+    sp__io_watch_t *w = watch_of(ctx, dir);
     if (w && (w->waiter || w->call)) {
-        sp__spin_unlock(&ctx->lock);
+        sp__watch_unlock(ctx);
         return -EEXIST;
     }
     if (w && (w->owner != owner || w->iom != io)) { /* moved elsewhere */
@@ -144,7 +146,7 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
         if (w)
             memset(w, 0, sizeof *w);
         if (!w) {
-            sp__spin_unlock(&ctx->lock);
+            sp__watch_unlock(ctx);
             return -ENOMEM;
         }
         ev_io_init(&w->io, on_ready, fd, dir ? EV_WRITE : EV_READ);
@@ -152,20 +154,25 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
         w->iom = io;
         w->dir = dir;
         w->owner = owner;
-        ctx->watch[dir] = w;
+        atomic_store_explicit(&ctx->watch[dir], w, memory_order_relaxed);
         sp__watch_track(w);
     }
     attach(ctx, w, dir, waiter, call, seq);
+    /* The owner's thread takes the watch lock's fast side from now on: it
+     * is this one, so no other is on it meanwhile. */
+    if (mine && sp__watch_fast_on())
+        atomic_store_explicit(&ctx->home[dir], sp__thread_peek()->token,
+                              memory_order_relaxed);
     if (!mine && !w->queued) { /* the owner starts it */
         if (!sp__watch_inbox_push(w)) {
             w->waiter = NULL;
             w->call = NULL;
-            sp__spin_unlock(&ctx->lock);
+            sp__watch_unlock(ctx);
             return -ESHUTDOWN; /* that worker has ended */
         }
         kick_owner = true;
     }
-    sp__spin_unlock(&ctx->lock);
+    sp__watch_unlock(ctx);
     if (old)
         sp__watch_destroy(old, NULL, false);
     if (kick_old)
@@ -185,19 +192,20 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
  * on its connection, whose watch is this worker's, idle and started;
  * arming it is attach()'s stores. `started` is read only once the watch is
  * known to be this thread's: only its owner's thread writes it. Inline in
- * the waits, with arm() for the rest. */
-static inline int arm_wait(sp_iomanager_t *io, int owner, sp__fd_ctx_t *ctx, int fd,
-                           int dir, io_waiter_t *waiter, uint32_t *seq)
+ * the waits, with arm() for the rest. `me`: the calling thread's token. */
+static inline int arm_wait(sp_iomanager_t *io, int owner, uint32_t me, sp__fd_ctx_t *ctx,
+                           int fd, int dir, io_waiter_t *waiter, uint32_t *seq)
 {
-    sp__spin_lock(&ctx->lock);
-    sp__io_watch_t *w = ctx->watch[dir];
-    if (w && !w->waiter && !w->call && w->owner == owner && w->iom == io &&
-        w->started) {
-        attach(ctx, w, dir, waiter, NULL, seq);
-        sp__spin_unlock(&ctx->lock);
-        return 0;
+    if (watch_try_home(ctx, dir, me)) {
+        sp__io_watch_t *w = watch_of(ctx, dir);
+        bool idle = w && !w->waiter && !w->call && w->owner == owner && w->iom == io &&
+                    w->started;
+        if (idle)
+            attach(ctx, w, dir, waiter, NULL, seq);
+        watch_release_home(ctx, dir);
+        if (idle)
+            return 0;
     }
-    sp__spin_unlock(&ctx->lock);
     return arm(io, owner, true, ctx, fd, dir, waiter, NULL, seq);
 }
 
@@ -215,12 +223,13 @@ typedef struct armed {
 void sp__io_withdraw(const void *armed, int n, io_waiter_t *waiter)
 {
     const armed_t *a = armed;
+    uint32_t me = sp__thread_peek()->token;
     for (int i = 0; i < n; i++) {
-        sp__spin_lock(&a[i].ctx->lock);
-        sp__io_watch_t *w = a[i].ctx->watch[a[i].dir];
+        bool fast = watch_lock(a[i].ctx, a[i].dir, me);
+        sp__io_watch_t *w = watch_of(a[i].ctx, a[i].dir);
         if (w && w->waiter == waiter && w->seq == a[i].seq)
             w->waiter = NULL; /* stays started: the next wait reuses it */
-        sp__spin_unlock(&a[i].ctx->lock);
+        watch_unlock(a[i].ctx, a[i].dir, fast);
     }
 }
 
@@ -234,7 +243,7 @@ static inline void withdraw(const armed_t *a, int n, io_waiter_t *waiter)
 
 /* sp_fiber_interrupt's way into an fd wait. A wait with several wakers
  * takes one more promise; a sole one (the hooks' wait without a timeout,
- * whose watch is its only waker) is taken off its watch under the fd's
+ * whose watch is its only waker) is taken off its watch under the watch
  * lock, as the poll would, so it keeps a single waker. */
 static int cancel_wait(sp__waiter_t *base, int result)
 {
@@ -246,12 +255,12 @@ static int cancel_wait(sp__waiter_t *base, int result)
     }
     const armed_t *a = waiter->armed;
     taken_t t;
-    sp__spin_lock(&a->ctx->lock);
-    sp__io_watch_t *w = a->ctx->watch[a->dir];
+    sp__watch_lock(a->ctx);
+    sp__io_watch_t *w = watch_of(a->ctx, a->dir);
     bool decided = w && w->waiter == waiter && w->seq == a->seq && take(w, result, false, &t);
     if (decided)
         waiter->interrupted = true;
-    sp__spin_unlock(&a->ctx->lock);
+    sp__watch_unlock(a->ctx);
     return decided ? SP_CANCEL_DECIDED : SP_CANCEL_LATE; /* the caller wakes it */
 }
 
@@ -328,7 +337,7 @@ static int wait_on(sp_iomanager_t *io, int owner, const sp_io_want_t *wants,
             if (!(wants[i].events & (dir ? SP_IO_WRITE : SP_IO_READ)))
                 continue;
             uint32_t seq = 0;
-            rc = ctxs[i] ? arm_wait(io, owner, ctxs[i], wants[i].fd, dir, &waiter, &seq)
+            rc = ctxs[i] ? arm(io, owner, true, ctxs[i], wants[i].fd, dir, &waiter, NULL, &seq)
                          : -EBADF;
             if (rc == 0)
                 armed[k++] = (armed_t){ctxs[i], dir, seq};
@@ -377,11 +386,12 @@ int sp__io_hook_wait_any(const sp_io_want_t *wants, int n, int64_t timeout_us)
     return interrupted && rc < 0 ? rc - SP_HOOK_INTERRUPTED : rc;
 }
 
-/* One fd, one direction: the framework's and the hooks' wait. */
-static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us,
-                           bool *interrupted)
+/* One fd, one direction: the framework's and (`hook`: an interrupt's
+ * answer as the bridge's wait_fd gives it) the hooks' wait. Both call it
+ * last, so that it is a tail call: a parked fiber keeps one frame for its
+ * wait, whichever way it came. */
+static int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us, bool hook)
 {
-    *interrupted = false;
     /* Read before the wait only: after it this fiber may be elsewhere. */
     sp__thread_t *t = sp__thread_peek();
     sp__worker_t *self = t ? t->worker : NULL;
@@ -392,7 +402,7 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
         return -EBADF;
     io_waiter_t waiter;
     /* No timer: this fd's watch is the only waker (taken off it under the
-     * fd's lock), so the waiter's counts need no locked instructions on a
+     * watch lock), so the waiter's counts need no locked instructions on a
      * line that is cold at the wake-up. */
     sp__waiter_init_for(&waiter.base, t->current, timeout_us < 0);
     atomic_init(&waiter.unarmed, 0);
@@ -402,40 +412,50 @@ static inline int wait_one(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout
     waiter.interrupted = false;
     armed_t armed = {ctx, event == SP_IO_WRITE, 0};
     waiter.armed = &armed;
-    int rc = arm_wait(io, self->index, ctx, fd, armed.dir, &waiter, &armed.seq);
+    int rc = arm_wait(io, self->index, t->token, ctx, fd, armed.dir, &waiter, &armed.seq);
     rc = park_armed(io, self->index, &waiter, &armed, rc == 0, rc, timeout_us);
-    *interrupted = waiter.interrupted;
-    return rc;
+    /* The hooks set errno to an interrupt's err as it is (task.h). */
+    return hook && waiter.interrupted && rc < 0 ? rc - SP_HOOK_INTERRUPTED : rc;
 }
 
 int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
 {
-    bool interrupted;
-    return wait_one(ctx, fd, event, timeout_us, &interrupted);
+    return wait_one(ctx, fd, event, timeout_us, false);
 }
 
-/* The bridge's wait_fd (hook_bridge.h), with the body above inlined: the
- * hooks' per-message wait is one call deep. */
+/* The hooks' wait with a deadline (see below), SP_HOOK_FD_DEADLINE made
+ * the fd's own first. External: the wait without one, every message's,
+ * stays a few instructions and a tail call, with no frame of its own. */
+int sp__io_hook_wait_until(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns)
+{
+    if (*deadline_ns == SP_HOOK_FD_DEADLINE) {
+        int64_t us = atomic_load(event == SP_IO_READ ? &ctx->rcv_timeout_us
+                                                     : &ctx->snd_timeout_us);
+        if (us < 0) { /* changed meanwhile */
+            *deadline_ns = 0;
+            return wait_one(ctx, fd, event, -1, true);
+        }
+        *deadline_ns = sp__now_ns() + (uint64_t)us * 1000;
+    }
+    uint64_t now = sp__now_ns();
+    if (now >= *deadline_ns)
+        return -ETIMEDOUT;
+    return wait_one(ctx, fd, event, (int64_t)((*deadline_ns - now + 999) / 1000), true);
+}
+
+/* The bridge's wait_fd (hook_bridge.h). */
 int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns)
 {
     if (event == SP_IO_READ)
         atomic_store_explicit(&ctx->drained, false, memory_order_relaxed);
-    if (*deadline_ns == SP_HOOK_FD_DEADLINE) {
-        int64_t us = atomic_load(event == SP_IO_READ ? &ctx->rcv_timeout_us
-                                                     : &ctx->snd_timeout_us);
-        *deadline_ns = us < 0 ? 0 : sp__now_ns() + (uint64_t)us * 1000;
-    }
-    int64_t timeout_us = -1;
-    if (*deadline_ns) {
-        uint64_t now = sp__now_ns();
-        if (now >= *deadline_ns)
-            return -ETIMEDOUT;
-        timeout_us = (int64_t)((*deadline_ns - now + 999) / 1000);
-    }
-    bool interrupted;
-    int rc = wait_one(ctx, fd, event, timeout_us, &interrupted);
-    /* The hooks set errno to an interrupt's err as it is (task.h). */
-    return interrupted && rc < 0 ? rc - SP_HOOK_INTERRUPTED : rc;
+    if (*deadline_ns == SP_HOOK_FD_DEADLINE &&
+        atomic_load_explicit(event == SP_IO_READ ? &ctx->rcv_timeout_us
+                                                 : &ctx->snd_timeout_us,
+                             memory_order_relaxed) < 0)
+        *deadline_ns = 0; /* the fd has no timeout: the call has none */
+    if (*deadline_ns)
+        return sp__io_hook_wait_until(ctx, fd, event, deadline_ns);
+    return wait_one(ctx, fd, event, -1, true);
 }
 
 int sp_io_wait(int fd, int event, int64_t timeout_us)

@@ -3,9 +3,42 @@
  * and ending the events armed on an fd (delete, cancel, close). See
  * io_event.c for the protocol. */
 #include <errno.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "io_watch.h"
+
+void sp__watch_lock(sp__fd_ctx_t *ctx)
+{
+    sp__spin_lock(&ctx->lock);
+    if (!sp__watch_fast_on())
+        return;
+    const sp__thread_t *t = sp__thread_peek();
+    uint32_t me = t ? t->token : 0;
+    bool wait[2] = {false, false};
+    for (int dir = 0; dir < 2; dir++) {
+        uint32_t home = atomic_load_explicit(&ctx->home[dir], memory_order_relaxed);
+        if (home && home != me) {
+            atomic_store(&ctx->remote[dir], true);
+            wait[dir] = true;
+        }
+    }
+    if (!wait[0] && !wait[1])
+        return;
+    sp__fence_heavy();
+    for (int dir = 0; dir < 2; dir++)
+        for (unsigned n = 1; wait[dir] && atomic_load(&ctx->home_busy[dir]); n++)
+            if (n % 64 == 0)
+                sched_yield(); /* the home thread may have been preempted */
+}
+
+void sp__watch_unlock(sp__fd_ctx_t *ctx)
+{
+    for (int dir = 0; dir < 2; dir++)
+        if (atomic_load_explicit(&ctx->remote[dir], memory_order_relaxed))
+            atomic_store_explicit(&ctx->remote[dir], false, memory_order_release);
+    sp__spin_unlock(&ctx->lock);
+}
 
 static bool on_owner(const sp__io_watch_t *w)
 {
@@ -79,7 +112,8 @@ void sp__io_run_callback(void *p)
  * must destroy it after unlocking; otherwise the owner's inbox has it. */
 sp__io_watch_t *sp__watch_retire(sp__io_watch_t *w, bool *kick_owner)
 {
-    ctx_of(w)->watch[w->dir] = NULL;
+    atomic_store_explicit(&ctx_of(w)->watch[w->dir], NULL, memory_order_relaxed);
+    atomic_store_explicit(&ctx_of(w)->home[w->dir], 0, memory_order_relaxed);
     w->retired = true;
     if (w->queued)
         return NULL;
@@ -131,10 +165,13 @@ void sp__io_forget_all(sp_iomanager_t *io)
         while (all->head) {
             sp__io_watch_t *w = sp__list_entry(all->head, sp__io_watch_t, all);
             sp__list_remove(all, &w->all);
-            sp__spin_lock(&ctx_of(w)->lock);
-            if (ctx_of(w)->watch[w->dir] == w)
-                ctx_of(w)->watch[w->dir] = NULL;
-            sp__spin_unlock(&ctx_of(w)->lock);
+            sp__fd_ctx_t *ctx = ctx_of(w);
+            sp__watch_lock(ctx);
+            if (watch_of(ctx, w->dir) == w) {
+                atomic_store_explicit(&ctx->watch[w->dir], NULL, memory_order_relaxed);
+                atomic_store_explicit(&ctx->home[w->dir], 0, memory_order_relaxed);
+            }
+            sp__watch_unlock(ctx);
             free(w);
         }
     }
@@ -164,14 +201,14 @@ bool sp__io_drop_idle(sp_iomanager_t *io, int worker)
     for (sp__link_t *l = io->w[worker]->watches.head; l; l = l->next) {
         sp__io_watch_t *w = sp__list_entry(l, sp__io_watch_t, all);
         bool kick = false; /* stays false: retired by its owner */
-        sp__spin_lock(&ctx_of(w)->lock);
+        sp__watch_lock(ctx_of(w));
         if (w->waiter || w->call || (w->queued && !w->retired)) {
             armed = true;
         } else if (!w->retired && sp__watch_retire(w, &kick)) {
             w->next = drop;
             drop = w;
         }
-        sp__spin_unlock(&ctx_of(w)->lock);
+        sp__watch_unlock(ctx_of(w));
     }
     while (drop) {
         sp__io_watch_t *next = drop->next;
@@ -190,12 +227,12 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
     while (fifo) {
         sp__io_watch_t *w = fifo;
         fifo = w->next;
-        sp__spin_lock(&ctx_of(w)->lock);
+        sp__watch_lock(ctx_of(w));
         w->queued = false;
         bool retired = w->retired, armed = w->waiter || w->call;
         bool closing = w->closing;
         close_ack_t *ack = w->ack;
-        sp__spin_unlock(&ctx_of(w)->lock);
+        sp__watch_unlock(ctx_of(w));
         if (retired) {
             sp__watch_destroy(w, ack, closing);
             looked |= closing;
@@ -223,9 +260,9 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
     int owners[2] = {0, 0};
     sp__waiter_t waiter;
     close_ack_t ack = {.pending = 0};
-    sp__spin_lock(&ctx->lock);
+    sp__watch_lock(ctx);
     for (int dir = 0; dir < 2; dir++) {
-        sp__io_watch_t *w = ctx->watch[dir];
+        sp__io_watch_t *w = watch_of(ctx, dir);
         if (!(dirs & (1u << dir)) || !w)
             continue;
         got[dir] = take(w, result, drop, &t[dir]);
@@ -250,7 +287,7 @@ static int end_events(int fd, unsigned dirs, int result, bool drop,
         pthread_mutex_init(&ack.lock, NULL);
         pthread_cond_init(&ack.done, NULL);
     }
-    sp__spin_unlock(&ctx->lock);
+    sp__watch_unlock(ctx);
     for (int dir = 0; dir < 2; dir++) {
         if (got[dir])
             deliver(&t[dir]);

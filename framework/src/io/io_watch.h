@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#include "base/fence.h"
 #include "fd_table.h"
 #include "iomanager_internal.h"
 
@@ -75,6 +76,85 @@ static inline struct ev_loop *loop_of(const sp__io_watch_t *w)
 {
     return w->iom->w[w->owner]->loop;
 }
+
+/* The watch lock: what guards an fd's watches (ctx->watch[], wait_seq[],
+ * home[]) and each watch's armed state (waiter, call, seq, queued,
+ * retired...). The per-message path (a wait arming its fd's watch, the
+ * poll taking the waiter off it, the waiter withdrawn) runs on the thread
+ * that made the watch, its home (ctx->home[dir], the owner's thread), and
+ * takes the fast side: a plain store of ctx->home_busy[dir], a compiler
+ * fence, then a look at ctx->remote[dir] and home[dir]; no locked
+ * instruction. Any other thread takes ctx->lock, sets remote[dir] for
+ * every direction homed elsewhere, makes every thread fence
+ * (sp__fence_heavy) and waits for home_busy[dir] to drop: one of the two
+ * sides always sees the other (base/fence.h). The home thread itself,
+ * finding remote set, takes ctx->lock like anyone. home[dir] changes only
+ * under ctx->lock, to the locking thread's token or 0, so no thread is on
+ * the fast side of a direction it does not own. A watch is freed only by
+ * its owner, so the home thread may read its watch unlocked. Without
+ * asymmetric fences (and under TSan, which cannot see them) no direction
+ * gets a home, and everyone takes ctx->lock. */
+void sp__watch_lock(sp__fd_ctx_t *ctx);
+void sp__watch_unlock(sp__fd_ctx_t *ctx);
+
+static inline bool sp__watch_fast_on(void)
+{
+#ifdef SP_TSAN
+    return false;
+#else
+    return sp__fence_asym();
+#endif
+}
+
+/* The fast side of direction dir's lock for the calling thread, whose
+ * token is `me` (sp__thread_t, never 0): true if taken (it is the
+ * direction's home and no other thread holds the lock; release with
+ * watch_release_home), else take sp__watch_lock. */
+static inline bool watch_try_home(sp__fd_ctx_t *ctx, int dir, uint32_t me)
+{
+    if (atomic_load_explicit(&ctx->home[dir], memory_order_relaxed) != me)
+        return false;
+    atomic_store_explicit(&ctx->home_busy[dir], true, memory_order_relaxed);
+    sp__fence_light();
+    if (!atomic_load_explicit(&ctx->remote[dir], memory_order_acquire) &&
+        atomic_load_explicit(&ctx->home[dir], memory_order_relaxed) == me)
+        return true;
+    atomic_store_explicit(&ctx->home_busy[dir], false, memory_order_release);
+    return false;
+}
+
+static inline void watch_release_home(sp__fd_ctx_t *ctx, int dir)
+{
+    sp__fence_light();
+    atomic_store_explicit(&ctx->home_busy[dir], false, memory_order_release);
+}
+
+/* Either side of direction dir's lock: the fast one (true) if the calling
+ * thread may take it, else sp__watch_lock. Released by watch_unlock. */
+static inline bool watch_lock(sp__fd_ctx_t *ctx, int dir, uint32_t me)
+{
+    if (watch_try_home(ctx, dir, me))
+        return true;
+    sp__watch_lock(ctx);
+    return false;
+}
+
+static inline void watch_unlock(sp__fd_ctx_t *ctx, int dir, bool fast)
+{
+    if (fast)
+        watch_release_home(ctx, dir);
+    else
+        sp__watch_unlock(ctx);
+}
+
+/* ctx->watch[dir], the lock held. */
+static inline sp__io_watch_t *watch_of(sp__fd_ctx_t *ctx, int dir)
+{
+    return atomic_load_explicit(&ctx->watch[dir], memory_order_relaxed);
+}
+
+/* io_event.c: the hooks' wait with a deadline. */
+int sp__io_hook_wait_until(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns);
 
 /* io_event.c: take waiter off the n watches of its wait (armed_t[n]) that
  * still have it. */
