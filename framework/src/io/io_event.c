@@ -40,9 +40,14 @@ static void ready_one(struct ev_loop *loop, sp__io_watch_t *w, uint32_t me)
 {
     sp__fd_ctx_t *ctx = ctx_of(w);
     taken_t t;
-    bool fast = watch_lock(ctx, w->dir, me);
+    bool fast = watch_try_home(ctx, w->dir, me);
+    if (!fast) /* this thread owns w (io_watch.h) */
+        sp__spin_lock(&ctx->lock);
     bool got = !w->retired && take(w, 0, false, &t);
-    watch_unlock(ctx, w->dir, fast);
+    if (fast)
+        watch_release_home(ctx, w->dir);
+    else
+        sp__spin_unlock(&ctx->lock);
     if (got) {
         if (t.waiter)
             sp__waiter_deliver_on(t.waiter, &w->iom->s.workers[w->owner]);

@@ -227,12 +227,12 @@ bool sp__io_drain_inbox(sp_iomanager_t *io, int worker)
     while (fifo) {
         sp__io_watch_t *w = fifo;
         fifo = w->next;
-        sp__watch_lock(ctx_of(w));
+        sp__spin_lock(&ctx_of(w)->lock); /* its owner, on w alone (io_watch.h) */
         w->queued = false;
         bool retired = w->retired, armed = w->waiter || w->call;
         bool closing = w->closing;
         close_ack_t *ack = w->ack;
-        sp__watch_unlock(ctx_of(w));
+        sp__spin_unlock(&ctx_of(w)->lock);
         if (retired) {
             sp__watch_destroy(w, ack, closing);
             looked |= closing;

@@ -91,9 +91,12 @@ static inline struct ev_loop *loop_of(const sp__io_watch_t *w)
  * finding remote set, takes ctx->lock like anyone. home[dir] changes only
  * under ctx->lock, to the locking thread's token or 0, so no thread is on
  * the fast side of a direction it does not own. A watch is freed only by
- * its owner, so the home thread may read its watch unlocked. Without
- * asymmetric fences (and under TSan, which cannot see them) no direction
- * gets a home, and everyone takes ctx->lock. */
+ * its owner, so the home thread may read its watch unlocked. The owner's
+ * thread acting only on the fields of one of its own watches (the poll on
+ * a ready watch, the inbox) needs ctx->lock alone when it is not on the
+ * fast side: the only fast side that touches a watch is its owner's.
+ * Without asymmetric fences (and under TSan, which cannot see them) no
+ * direction gets a home, and everyone takes ctx->lock. */
 void sp__watch_lock(sp__fd_ctx_t *ctx);
 void sp__watch_unlock(sp__fd_ctx_t *ctx);
 
