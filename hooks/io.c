@@ -89,7 +89,7 @@ static ssize_t hooked(io_call_t *c)
 
 /* dispatch() for a call with one buffer, off the fast paths below: its
  * call record is in a frame of its own (external, so not inlined into
- * theirs), and the frame a fiber parked in stream_read keeps is a cache
+ * theirs), and the frame a fiber parked in stream_call keeps is a cache
  * line smaller. */
 ssize_t sp__hook_dispatch_buf(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, unsigned fl,
                               io_op_t op, int fd, const void *buf, size_t len)
@@ -102,8 +102,8 @@ ssize_t sp__hook_dispatch_buf(const sp__hook_bridge_t *b, sp__fd_ctx_t *ctx, uns
  * first step is the fd's lookup, inline. A read takes hooked_read's steps
  * as a recv with no flags (as_socket_call), without a dispatch on the
  * call's kind at each step; a write is a send that takes every byte, the
- * rest of its loop is sp__hook_write's. Anything else goes as hooked()
- * does. */
+ * rest of its loop is sp__hook_write's (buf is written only by a read).
+ * Anything else goes as hooked() does. */
 static ssize_t stream_call(int fd, void *buf, size_t len, io_op_t op)
 {
     const sp__hook_bridge_t *b;
