@@ -3,8 +3,8 @@
  * answer (on a plain thread and in fibers, alone and inside a caller's
  * deadline scope); the server's handler_deadline_us (504, a handler that
  * answers after its timeout, the clock starting at the end of the
- * headers, a streamed body cut, off by default). Real sockets on
- * 127.0.0.1. */
+ * headers, a streamed body cut, off by default); a pipelined request's
+ * latency timed from the answer before it. Real sockets on 127.0.0.1. */
 #include <check.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -312,13 +312,48 @@ START_TEST(handler_deadline_off_by_default)
 }
 END_TEST
 
+/* A pipelined request already read when the answer before it was laid
+ * out is timed from then (http.h, sp_http_server_stats_t.latency): behind
+ * a 300 ms nap, a /nap?ms=0 sent in the same write takes microseconds,
+ * not the 300 ms it spent buffered. Counted by the latency buckets: one
+ * answer above 250 ms, one at most 250 ms. */
+START_TEST(pipelined_latency_starts_at_previous_answer)
+{
+    static const uint64_t bounds[] = SP_HTTP_LATENCY_BOUNDS_US;
+    sp_http_server_stats_t a, b;
+    ck_assert_int_eq(sp_http_server_stats(S.http, &a), 0);
+    client_t *c = client_open(&S.addr);
+    send_str(c, "GET /nap?ms=300 HTTP/1.1\r\nHost: t\r\n\r\n"
+                "GET /nap?ms=0 HTTP/1.1\r\nHost: t\r\n\r\n");
+    for (int i = 0; i < 2; i++) {
+        resp_t r;
+        ck_assert_int_eq(get_response(c, &r, false), 0);
+        ck_assert_int_eq(r.status, 200);
+        resp_free(&r);
+    }
+    client_close(c);
+    /* Both answers were laid out (and counted) before the second left. */
+    ck_assert_int_eq(sp_http_server_stats(S.http, &b), 0);
+    uint64_t fast = 0, slow = 0;
+    for (int i = 0; i <= SP_HTTP_LATENCY_BUCKETS; i++) {
+        uint64_t n = b.latency[i] - a.latency[i];
+        if (i < SP_HTTP_LATENCY_BUCKETS && bounds[i] <= 250 * MS)
+            fast += n;
+        else
+            slow += n;
+    }
+    ck_assert_uint_eq(slow, 1);
+    ck_assert_uint_eq(fast, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = http_suite("http_deadline");
     ADD_CASE(s, "client", start_plain, server_stop, client_exchange_deadline_silent_server,
              client_exchange_deadline_trickled_answer, client_exchange_deadline_in_fiber,
              client_exchange_deadline_within_caller_scope, client_cut_connection_not_pooled,
-             handler_deadline_off_by_default);
+             handler_deadline_off_by_default, pipelined_latency_starts_at_previous_answer);
     ADD_CASE(s, "handler", start_100ms, server_stop, handler_deadline_504,
              handler_deadline_handler_answers, handler_deadline_counts_from_headers);
     ADD_CASE(s, "streamed", start_streaming_100ms, server_stop,
