@@ -38,6 +38,13 @@ typedef struct sp__fd_ctx {
     _Atomic uint32_t home[2];
 } sp__fd_ctx_t;
 
+/* The fd's SO_RCVTIMEO (reading) or SO_SNDTIMEO in us; -1 = none. */
+static inline int64_t sp__fd_timeout_us(sp__fd_ctx_t *c, bool reading)
+{
+    return atomic_load_explicit(reading ? &c->rcv_timeout_us : &c->snd_timeout_us,
+                                memory_order_relaxed);
+}
+
 /* The entry for fd (allocated on first use), or NULL for fd < 0, an fd past
  * the table's limit, or out of memory. */
 sp__fd_ctx_t *sp__fd_ctx(int fd);

@@ -46,7 +46,7 @@ static unsigned fd_flags(sp__fd_ctx_t *c)
 
 static int64_t fd_timeout(sp__fd_ctx_t *c, bool reading)
 {
-    return atomic_load(reading ? &c->rcv_timeout_us : &c->snd_timeout_us);
+    return sp__fd_timeout_us(c, reading);
 }
 
 static void fd_set_drained(sp__fd_ctx_t *c)

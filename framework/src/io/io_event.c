@@ -197,7 +197,8 @@ static int arm(sp_iomanager_t *io, int owner, bool mine, sp__fd_ctx_t *ctx,
  * on its connection, whose watch is this worker's, idle and started;
  * arming it is attach()'s stores. `started` is read only once the watch is
  * known to be this thread's: only its owner's thread writes it. Inline in
- * the waits, with arm() for the rest. `me`: the calling thread's token. */
+ * the one-fd wait, with arm() for the rest (and for waits on several fds).
+ * `me`: the calling thread's token. */
 static inline int arm_wait(sp_iomanager_t *io, int owner, uint32_t me, sp__fd_ctx_t *ctx,
                            int fd, int dir, io_waiter_t *waiter, uint32_t *seq)
 {
@@ -428,21 +429,16 @@ int sp__io_wait_fd(sp__fd_ctx_t *ctx, int fd, int event, int64_t timeout_us)
     return wait_one(ctx, fd, event, timeout_us, false);
 }
 
-/* The hooks' wait with a deadline (see below), SP_HOOK_FD_DEADLINE made
- * the fd's own first. External: the wait without one, every message's,
- * stays a few instructions and a tail call, with no frame of its own. */
-int sp__io_hook_wait_until(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns)
+/* The hooks' wait with a deadline (see below); SP_HOOK_FD_DEADLINE
+ * becomes now + fd_us, the fd's own timeout. External: the wait without
+ * one, every message's, stays a few instructions and a tail call, with no
+ * frame of its own. */
+int sp__io_hook_wait_until(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns,
+                           int64_t fd_us)
 {
-    if (*deadline_ns == SP_HOOK_FD_DEADLINE) {
-        int64_t us = atomic_load(event == SP_IO_READ ? &ctx->rcv_timeout_us
-                                                     : &ctx->snd_timeout_us);
-        if (us < 0) { /* changed meanwhile */
-            *deadline_ns = 0;
-            return wait_one(ctx, fd, event, -1, true);
-        }
-        *deadline_ns = sp__now_ns() + (uint64_t)us * 1000;
-    }
     uint64_t now = sp__now_ns();
+    if (*deadline_ns == SP_HOOK_FD_DEADLINE)
+        *deadline_ns = now + (uint64_t)fd_us * 1000;
     if (now >= *deadline_ns)
         return -ETIMEDOUT;
     return wait_one(ctx, fd, event, (int64_t)((*deadline_ns - now + 999) / 1000), true);
@@ -453,13 +449,12 @@ int sp__io_hook_wait(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns
 {
     if (event == SP_IO_READ)
         atomic_store_explicit(&ctx->drained, false, memory_order_relaxed);
+    int64_t fd_us = 0;
     if (*deadline_ns == SP_HOOK_FD_DEADLINE &&
-        atomic_load_explicit(event == SP_IO_READ ? &ctx->rcv_timeout_us
-                                                 : &ctx->snd_timeout_us,
-                             memory_order_relaxed) < 0)
+        (fd_us = sp__fd_timeout_us(ctx, event == SP_IO_READ)) < 0)
         *deadline_ns = 0; /* the fd has no timeout: the call has none */
     if (*deadline_ns)
-        return sp__io_hook_wait_until(ctx, fd, event, deadline_ns);
+        return sp__io_hook_wait_until(ctx, fd, event, deadline_ns, fd_us);
     return wait_one(ctx, fd, event, -1, true);
 }
 

@@ -157,7 +157,8 @@ static inline sp__io_watch_t *watch_of(sp__fd_ctx_t *ctx, int dir)
 }
 
 /* io_event.c: the hooks' wait with a deadline. */
-int sp__io_hook_wait_until(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns);
+int sp__io_hook_wait_until(sp__fd_ctx_t *ctx, int fd, int event, uint64_t *deadline_ns,
+                           int64_t fd_us);
 
 /* io_event.c: take waiter off the n watches of its wait (armed_t[n]) that
  * still have it. */
