@@ -4,7 +4,9 @@
  * in reads of 1, 2, 3, 5, 8 and 13 bytes and in random sizes; each run
  * yields the sequence of what the server would answer (a fingerprint of
  * every complete request, the status of a refused one, and whether a
- * request was left unfinished). Any difference aborts with both sequences.
+ * request was left unfinished). The whole input is also fed to http-parser
+ * alone, without the common head's fast path (http_fast_head.c). Any
+ * difference aborts with both sequences.
  *
  *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSPINDLE_FUZZ=ON
  *   cmake --build build-fuzz --target fuzz_http_split
@@ -51,6 +53,7 @@ static uint64_t fingerprint(const sp_http_request_t *r)
     uint64_t h = 0xcbf29ce484222325ULL;
     h = fnv_str(h, sp_http_request_method_name(r));
     h = fnv_str(h, sp_http_request_target(r));
+    h = fnv_str(fnv_str(h, sp_http_request_path(r)), sp_http_request_query(r));
     const char *name, *value;
     for (size_t i = 0; sp_http_request_header_at(r, i, &name, &value) == 0; i++)
         h = fnv_str(fnv_str(h, name), value);
@@ -85,7 +88,10 @@ static void record(answers_t *a, uint64_t ev)
         a->ev[a->n++] = ev;
 }
 
-static void answers_of(const uint8_t *data, size_t size, split_t split, answers_t *a)
+typedef size_t feed_fn(sp_http_request_t *, const char *, size_t, sp__http_state_t *);
+
+static void answers_of(const uint8_t *data, size_t size, split_t split, feed_fn *feed,
+                       answers_t *a)
 {
     a->n = 0;
     sp_http_request_t r;
@@ -102,7 +108,7 @@ static void answers_of(const uint8_t *data, size_t size, split_t split, answers_
         avail = avail + piece < left ? avail + piece : left;
         sp__http_state_t st = SP__HTTP_DONE;
         while (avail && st == SP__HTTP_DONE) {
-            size_t used = sp__http_req_feed(&r, p, avail, &st);
+            size_t used = feed(&r, p, avail, &st);
             p += used;
             left -= used;
             avail -= used;
@@ -139,11 +145,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     static const size_t sizes[] = {1, 2, 3, 5, 8, 13};
     answers_t whole, split;
-    answers_of(data, size, (split_t){0, 0}, &whole);
+    answers_of(data, size, (split_t){0, 0}, sp__http_req_feed, &whole);
+    /* http-parser alone must answer as the feed with its fast path does. */
+    answers_of(data, size, (split_t){0, 0}, sp__http_req_parse, &split);
+    if (split.n != whole.n || memcmp(split.ev, whole.ev, whole.n * sizeof whole.ev[0])) {
+        print_answers("whole", &whole);
+        print_answers("http-parser alone", &split);
+        abort();
+    }
     for (size_t i = 0; i <= sizeof sizes / sizeof sizes[0]; i++) {
         bool random = i == sizeof sizes / sizeof sizes[0];
         split_t s = {random ? 0 : sizes[i], fnv(1, data, size) | 1};
-        answers_of(data, size, s, &split);
+        answers_of(data, size, s, sp__http_req_feed, &split);
         if (split.n != whole.n || memcmp(split.ev, whole.ev, whole.n * sizeof whole.ev[0])) {
             char what[64];
             if (random)

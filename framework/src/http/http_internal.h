@@ -92,6 +92,13 @@ void sp__http_req_free(sp_http_request_t *r);
  * next request's), needs more bytes, or failed with r->error. */
 size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
                          sp__http_state_t *state);
+/* The same through http-parser alone; and the common head alone
+ * (http_fast_head.c: 0 when it declines, the request left as it was).
+ * sp__http_req_feed tries the second, at a request's start, then the first. */
+size_t sp__http_req_parse(sp_http_request_t *r, const char *p, size_t n,
+                          sp__http_state_t *state);
+size_t sp__http_fast_head(sp_http_request_t *r, const char *p, size_t n,
+                          sp__http_state_t *state);
 /* Give the memory charge of the body bytes held back to the pool (after
  * they were cleared, or with the request). */
 void sp__http_body_release(sp_http_request_t *r);

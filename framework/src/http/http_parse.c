@@ -443,6 +443,20 @@ static size_t method_verdict(sp_http_request_t *r, const char *at, size_t n,
 size_t sp__http_req_feed(sp_http_request_t *r, const char *p, size_t n,
                          sp__http_state_t *state)
 {
+    /* A request's first bytes: the common head, if that is what they are,
+     * without http-parser (http_fast_head.c). */
+    if (p && !r->begun && !r->method_pending && r->parser.type == HTTP_REQUEST &&
+        !sp__buf_len(&r->text)) {
+        size_t used = sp__http_fast_head(r, p, n, state);
+        if (used)
+            return used;
+    }
+    return sp__http_req_parse(r, p, n, state);
+}
+
+size_t sp__http_req_parse(sp_http_request_t *r, const char *p, size_t n,
+                          sp__http_state_t *state)
+{
     if (r->method_pending)
         return method_verdict(r, p, n, state);
     r->scan = p;
