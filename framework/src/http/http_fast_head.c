@@ -28,6 +28,16 @@ static inline uint64_t load8(const char *p)
     return w;
 }
 
+/* Whether a word's lowest byte is the first in memory (a constant the
+ * compiler folds). Elsewhere a flagged word is looked at byte by byte. */
+static inline bool little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
 /* The index of the lowest byte of m with its top bit set (m != 0): the
  * bytes below it become 0x01 each and are summed in the top byte. */
 static inline size_t first_flagged(uint64_t m)
@@ -38,14 +48,16 @@ static inline size_t first_flagged(uint64_t m)
 
 /* The first byte of [q, end) that is a control (a tab too) or DEL, eight
  * at a time: the lowest byte flagged by each test is exact (a borrow only
- * runs on from a byte that is flagged itself). */
+ * runs on from a byte that is flagged itself, towards higher bytes). */
 static inline const char *value_stop(const char *q, const char *end)
 {
     while (end - q >= 8) {
         uint64_t x = load8(q), y = x ^ (0x7f * ones);
         uint64_t m = ((x - 0x20 * ones) & ~x & highs) | ((y - ones) & ~y & highs);
-        if (m)
+        if (m && little_endian())
             return q + first_flagged(m);
+        if (m)
+            break;
         q += 8;
     }
     while (q < end && (unsigned char)*q >= 0x20 && *q != 0x7f)
@@ -61,8 +73,10 @@ static inline const char *target_stop(const char *q, const char *end)
         /* Below 0x21: the subtraction borrows; 0x7f and up: x + 1 or x has
          * the top bit (a carry only leaves a byte of 0xff, flagged). */
         uint64_t m = (((x - 0x21 * ones) & ~x) | (x + ones) | x) & highs;
-        if (m)
+        if (m && little_endian())
             return q + first_flagged(m);
+        if (m)
+            break;
         q += 8;
     }
     while (q < end && (unsigned char)(*q - 0x21) < 0x5e)
