@@ -13,8 +13,8 @@
  * including a head not yet complete, it declines with the request as it
  * found it, and http-parser reads the bytes as before: every refusal and
  * every limit's answer stays http-parser's and the callbacks'. The two
- * paths are compared on the same inputs by test_http_fast_head and
- * fuzz_http_split. */
+ * paths are compared on the same inputs by test_http_fast_head_internal
+ * and fuzz_http_split. */
 #include <string.h>
 
 #include "http_internal.h"
@@ -107,9 +107,9 @@ static inline bool starts(const char *name, size_t nl, const char *lower, size_t
     return nl >= ln && sp__http_named_n(name, ln, lower, ln);
 }
 
-/* What one header means here: 0, a status that refuses the request
- * (counted on, as the checks would, so that a later decline still wins),
- * or DECLINE. http-parser reads the names that frame a body or decide the
+/* What one header means here: 0, a status that refuses the request (the
+ * caller notes it and reads on: the checks run once every header is read,
+ * so a later decline, or a limit, still comes first), or DECLINE. http-parser reads the names that frame a body or decide the
  * connection's fate itself, and reads some by their start (2.9 takes any
  * name that begins with "Transfer-Encoding" as that header): those it
  * keeps, but for a Connection of "close" or "keep-alive". */
