@@ -300,7 +300,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("http_fast_head_internal");
-    SP_TEST_CASE(s, "fast_head", 0, NULL, NULL, hand_made_heads_agree_and_take_the_expected_path,
+    SP_TEST_CASE(s, "fast_head", 60, NULL, NULL, hand_made_heads_agree_and_take_the_expected_path,
                  limits_agree_at_their_edges, generated_heads_agree);
     return sp_test_run(s);
 }
