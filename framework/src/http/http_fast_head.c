@@ -16,35 +16,11 @@
  * paths are compared on the same inputs by test_http_fast_head_internal
  * and fuzz_http_split. */
 #include <string.h>
+#include <strings.h>
 
 #include "http_internal.h"
 
 static const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-
-static inline uint64_t load8(const char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-/* Whether a word's lowest byte is the first in memory (a constant the
- * compiler folds). Elsewhere a flagged word is looked at byte by byte. */
-static inline bool little_endian(void)
-{
-    const uint16_t one = 1;
-    unsigned char first;
-    memcpy(&first, &one, 1);
-    return first == 1;
-}
-
-/* The index of the lowest byte of m with its top bit set (m != 0): the
- * bytes below it become 0x01 each and are summed in the top byte. */
-static inline size_t first_flagged(uint64_t m)
-{
-    uint64_t below = ((m & (~m + 1)) >> 7) - 1;
-    return (size_t)(((below & ones) * ones) >> 56);
-}
 
 /* The first byte of [q, end) that is a control (a tab too) or DEL, eight
  * at a time: the lowest byte flagged by each test is exact (a borrow only
@@ -52,12 +28,10 @@ static inline size_t first_flagged(uint64_t m)
 static inline const char *value_stop(const char *q, const char *end)
 {
     while (end - q >= 8) {
-        uint64_t x = load8(q), y = x ^ (0x7f * ones);
+        uint64_t x = sp__http_load_le64(q), y = x ^ (0x7f * ones);
         uint64_t m = ((x - 0x20 * ones) & ~x & highs) | ((y - ones) & ~y & highs);
-        if (m && little_endian())
-            return q + first_flagged(m);
         if (m)
-            break;
+            return q + sp__http_first_marked(m);
         q += 8;
     }
     while (q < end && (unsigned char)*q >= 0x20 && *q != 0x7f)
@@ -69,14 +43,12 @@ static inline const char *value_stop(const char *q, const char *end)
 static inline const char *target_stop(const char *q, const char *end)
 {
     while (end - q >= 8) {
-        uint64_t x = load8(q);
+        uint64_t x = sp__http_load_le64(q);
         /* Below 0x21: the subtraction borrows; 0x7f and up: x + 1 or x has
          * the top bit (a carry only leaves a byte of 0xff, flagged). */
         uint64_t m = (((x - 0x21 * ones) & ~x) | (x + ones) | x) & highs;
-        if (m && little_endian())
-            return q + first_flagged(m);
         if (m)
-            break;
+            return q + sp__http_first_marked(m);
         q += 8;
     }
     while (q < end && (unsigned char)(*q - 0x21) < 0x5e)
@@ -84,18 +56,11 @@ static inline const char *target_stop(const char *q, const char *end)
     return q;
 }
 
-/* A trimmed value equal to a lower-case word, ASCII letters in either case
- * (strcasecmp's rule in the C locale). */
+/* A trimmed value equal to a lower-case word in either case (a value holds
+ * no NUL: value_stop ends it at any control byte). */
 static bool value_is(const char *v, size_t n, const char *lower, size_t ln)
 {
-    if (n != ln)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = v[i] >= 'A' && v[i] <= 'Z' ? (char)(v[i] | 0x20) : v[i];
-        if (c != lower[i])
-            return false;
-    }
-    return true;
+    return n == ln && !strncasecmp(v, lower, ln);
 }
 
 enum { CONN_CLOSE = 1, CONN_KEEP = 2, DECLINE = -1 };
@@ -109,7 +74,8 @@ static inline bool starts(const char *name, size_t nl, const char *lower, size_t
 
 /* What one header means here: 0, a status that refuses the request (the
  * caller notes it and reads on: the checks run once every header is read,
- * so a later decline, or a limit, still comes first), or DECLINE. http-parser reads the names that frame a body or decide the
+ * so a later decline, or a limit, still comes first), or DECLINE.
+ * http-parser reads the names that frame a body or decide the
  * connection's fate itself, and reads some by their start (2.9 takes any
  * name that begins with "Transfer-Encoding" as that header): those it
  * keeps, but for a Connection of "close" or "keep-alive". */
@@ -188,10 +154,9 @@ static const char *request_line(sp_http_request_t *r, const char *p, const char 
     size_t tl = (size_t)(q - target);
     if (end - q < 11 || *q != ' ' || tl > r->opts->max_request_line)
         return NULL;
-    uint64_t ver = load8(q + 1), v11, v10;
-    memcpy(&v11, "HTTP/1.1", 8);
-    memcpy(&v10, "HTTP/1.0", 8);
-    if ((ver != v11 && ver != v10) || q[9] != '\r' || q[10] != '\n')
+    uint64_t ver = sp__http_load_le64(q + 1), v11 = sp__http_load_le64("HTTP/1.1");
+    if ((ver != v11 && ver != sp__http_load_le64("HTTP/1.0")) || q[9] != '\r' ||
+        q[10] != '\n')
         return NULL;
     if (sp__buf_append(&r->text, target, tl) < 0)
         return NULL;

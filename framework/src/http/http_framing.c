@@ -31,25 +31,6 @@ static bool bad_line_byte(const char *q, const char *from, const char *to)
     return false;
 }
 
-/* Eight bytes at p, the first in the lowest bits whatever the byte order
- * (compilers make this one load where the machine is little-endian). */
-static uint64_t load_le64(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint64_t)u[0] | (uint64_t)u[1] << 8 | (uint64_t)u[2] << 16 |
-           (uint64_t)u[3] << 24 | (uint64_t)u[4] << 32 | (uint64_t)u[5] << 40 |
-           (uint64_t)u[6] << 48 | (uint64_t)u[7] << 56;
-}
-
-/* The index of the lowest byte whose high bit is set in m (m != 0, only
- * high bits set): its bit moved to the byte's lowest bit, 1 << 8k, times
- * bytes 7..0 puts k in the top byte. */
-static unsigned first_marked_byte(uint64_t m)
-{
-    uint64_t lowest = m & (~m + 1);
-    return (unsigned)(((lowest >> 7) * 0x0001020304050607ull) >> 56);
-}
-
 /* The high bit of every byte of x below 0x0e (CR, LF and rarer controls),
  * and maybe of a byte after one (a borrow): never fewer. */
 static uint64_t low_bytes(uint64_t x)
@@ -77,8 +58,8 @@ static int check_lines_strict(sp_http_request_t *r, const char *from, const char
         return sp__http_fail(r, 400);
     const char *q = from, *words_end = from + ((size_t)(to - from) & ~(size_t)7);
     for (; q != words_end; q += 8)
-        for (uint64_t m = low_bytes(load_le64(q)); m; m &= m - 1) {
-            unsigned k = first_marked_byte(m);
+        for (uint64_t m = low_bytes(sp__http_load_le64(q)); m; m &= m - 1) {
+            unsigned k = sp__http_first_marked(m);
             const char *p = q + k;
             if (*p == '\r' && p + 1 < to && p[1] == '\n') {
                 /* A line end, checked as one: its LF's mark, next to the

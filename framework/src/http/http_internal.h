@@ -157,6 +157,27 @@ static inline int sp__http_fail(sp_http_request_t *r, int status)
 
 /* ---- checks http-parser leaves out: http_framing.c ----------------------- */
 
+/* Eight bytes at a time, for the scans of a request head (http_framing.c,
+ * http_fast_head.c). */
+/* Eight bytes at p, the first in the lowest bits whatever the byte order
+ * (compilers make this one load where the machine is little-endian). */
+static inline uint64_t sp__http_load_le64(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint64_t)u[0] | (uint64_t)u[1] << 8 | (uint64_t)u[2] << 16 |
+           (uint64_t)u[3] << 24 | (uint64_t)u[4] << 32 | (uint64_t)u[5] << 40 |
+           (uint64_t)u[6] << 48 | (uint64_t)u[7] << 56;
+}
+
+/* The index of the lowest byte whose high bit is set in m (m != 0, only
+ * high bits set): its bit moved to the byte's lowest bit, 1 << 8k, times
+ * bytes 7..0 puts k in the top byte. */
+static inline unsigned sp__http_first_marked(uint64_t m)
+{
+    uint64_t lowest = m & (~m + 1);
+    return (unsigned)(((lowest >> 7) * 0x0001020304050607ull) >> 56);
+}
+
 /* The framing bytes [from, to) of the current feed (all but body data):
  * line ends, folding. 0 or -1 (r->error: 400). */
 int sp__http_check_framing(sp_http_request_t *r, const char *from, const char *to);
